@@ -1,0 +1,59 @@
+// Walks one descriptor chain of a split virtqueue into host buffers.
+//
+// The descriptor table is guest memory, changed by the guest at any time: each descriptor is copied
+// once and only the copy is checked and used. A chain is bounded by the ring size (counting the
+// entries of an indirect table too), so loops end; indirect tables must lie in guest memory, hold
+// whole descriptors and not nest; the write-only flag must match the direction.
+#pragma once
+
+#include "vring.h"
+
+#include <cstdint>
+
+#include "guest_memory.h"
+#include "io_vec.h"
+
+namespace vqs {
+
+enum class ChainAccess : uint8_t {
+  kDeviceReads,   // guest TX: every descriptor read-only
+  kDeviceWrites,  // guest RX: every descriptor write-only
+};
+
+enum class ChainError : uint8_t {
+  kNone,
+  kBadIndex,               // head or next outside the (indirect) table
+  kBadAddress,             // buffer or indirect table not inside guest memory, or wraps
+  kTooLong,                // more descriptors than the ring size: a loop or an oversized chain
+  kTooManySegments,        // more than IoVecList::kCapacity host buffers
+  kWrongDirection,         // write-only flag does not match the direction
+  kIndirectNotNegotiated,  // VIRTQ_DESC_F_INDIRECT without kRingFIndirectDesc
+  kNestedIndirect,         // indirect descriptor inside an indirect table
+  kIndirectWithNext,       // INDIRECT and NEXT together (forbidden by the spec)
+  kBadIndirectLength,      // indirect table empty or not a multiple of 16 bytes
+};
+
+const char* chain_error_name(ChainError error);
+
+class DescChainReader {
+ public:
+  DescChainReader() = default;
+  DescChainReader(const VringDesc* table, uint16_t ring_size, const GuestMemory* memory,
+                  bool indirect_negotiated)
+      : table_(table),
+        ring_size_(ring_size),
+        memory_(memory),
+        indirect_negotiated_(indirect_negotiated) {}
+
+  // Appends the chain's buffers to `out`, in order. On error `out` holds a partial chain: callers
+  // truncate it back.
+  ChainError read(uint16_t head, ChainAccess access, IoVecList& out) const;
+
+ private:
+  const VringDesc* table_ = nullptr;
+  uint16_t ring_size_ = 0;
+  const GuestMemory* memory_ = nullptr;
+  bool indirect_negotiated_ = false;
+};
+
+}  // namespace vqs

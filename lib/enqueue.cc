@@ -1,0 +1,176 @@
+#include "enqueue.h"
+
+#include "virtio_net_hdr.h"
+
+#include "net_offload.h"
+
+namespace vqs {
+namespace {
+
+struct RxHead {
+  uint16_t id;
+  uint32_t capacity;
+};
+
+// Writes header and packet into the buffers in `iov` (already known to be large enough), then
+// the offload patches (checksums) into the packet's copy.
+void write_packet(const IoVecList& iov, const VirtioNetHdrMrgRxbuf& hdr, uint32_t hdr_size,
+                  const rte_mbuf* m, const GuestRxOffload& offload) {
+  IoVecCursor cursor(iov);
+  cursor.write(&hdr, hdr_size);
+  for (const rte_mbuf* seg = m; seg != nullptr; seg = seg->next)
+    cursor.write(rte_pktmbuf_mtod(seg, const uint8_t*), seg->data_len);
+  for (uint8_t i = 0; i < offload.patch_count; ++i) {
+    const GuestRxOffload::Patch& p = offload.patches[i];
+    IoVecCursor at(iov);
+    at.skip(hdr_size + p.offset);
+    at.write(p.bytes, p.len);
+  }
+}
+
+// Gathers posted receive chains for one packet, from ring position `pos` on.
+class RxBufferGatherer {
+ public:
+  RxBufferGatherer(VirtQueue& vq, uint16_t posted) : vq_(vq), posted_(posted) {}
+
+  enum class Outcome { kFits, kTooSmall, kRingEmpty };
+
+  // Non-mergeable: one chain that must hold `need` bytes. Invalid chains on the way are
+  // consumed (used.len 0) and counted. kTooSmall leaves the chain posted.
+  Outcome one_chain(uint16_t& pos, uint32_t need) {
+    IoVecList& iov = vq_.iov_scratch();
+    for (;;) {
+      if (pos == posted_) return Outcome::kRingEmpty;
+      const uint16_t id = vq_.ring().avail_head(pos);
+      iov.clear();
+      if (vq_.chain_reader().read(id, ChainAccess::kDeviceWrites, iov) != ChainError::kNone) {
+        consume_invalid(id);
+        ++pos;
+        continue;
+      }
+      if (iov.total_len() < need) return Outcome::kTooSmall;
+      heads_[0] = RxHead{id, need};
+      head_count_ = 1;
+      ++pos;
+      return Outcome::kFits;
+    }
+  }
+
+  // Mergeable: as many chains as `need` takes, each at least one header long. Invalid chains on
+  // the way are consumed and counted; see leave_posted() for when the packet is not written.
+  Outcome merged_chains(uint16_t& pos, uint32_t need, uint32_t hdr_size) {
+    IoVecList& iov = vq_.iov_scratch();
+    iov.clear();
+    head_count_ = 0;
+    uint64_t capacity = 0;
+    uint16_t walk = pos;
+    uint16_t first_valid = 0;
+    bool invalid_after_valid = false;
+    while (capacity < need) {
+      if (walk == posted_) {
+        pos = leave_posted(walk, first_valid, invalid_after_valid);
+        return Outcome::kRingEmpty;
+      }
+      const uint16_t id = vq_.ring().avail_head(walk);
+      const uint32_t before = iov.count();
+      const uint64_t before_len = iov.total_len();
+      const ChainError error = vq_.chain_reader().read(id, ChainAccess::kDeviceWrites, iov);
+      if (error == ChainError::kTooManySegments && head_count_ > 0) {
+        // The guest's buffers are too small for this packet within our segment limit.
+        pos = leave_posted(walk, first_valid, invalid_after_valid);
+        return Outcome::kTooSmall;
+      }
+      ++walk;
+      const uint64_t chain_len = iov.total_len() - before_len;
+      if (error != ChainError::kNone || chain_len < hdr_size) {
+        iov.truncate(before);
+        consume_invalid(id);
+        if (head_count_ > 0) invalid_after_valid = true;
+        continue;
+      }
+      if (head_count_ == 0) first_valid = static_cast<uint16_t>(walk - 1);
+      const uint64_t take = need - capacity < chain_len ? need - capacity : chain_len;
+      heads_[head_count_++] = RxHead{id, static_cast<uint32_t>(take)};
+      capacity += chain_len;
+    }
+    // Gathered chains are consumed; invalid chains among them were already returned.
+    pos = walk;
+    return Outcome::kFits;
+  }
+
+  uint32_t head_count() const { return head_count_; }
+  const RxHead& head(uint32_t i) const { return heads_[i]; }
+
+ private:
+  // The packet will not be written: the ring position to go on from. Gathered chains stay posted
+  // unless an invalid chain after them was consumed; then they go back to the guest empty.
+  uint16_t leave_posted(uint16_t walk, uint16_t first_valid, bool invalid_after_valid) {
+    if (head_count_ == 0) return walk;
+    if (!invalid_after_valid) return first_valid;
+    for (uint32_t i = 0; i < head_count_; ++i) vq_.ring().put_used(heads_[i].id, 0);
+    return walk;
+  }
+
+  void consume_invalid(uint16_t id) {
+    vq_.ring().put_used(id, 0);
+    vq_.stats().count_drop(DropReason::kInvalidDescriptor);
+  }
+
+  VirtQueue& vq_;
+  const uint16_t posted_;
+  uint32_t head_count_ = 0;
+  // Each gathered chain has at least one buffer, so the segment limit bounds the chain count.
+  RxHead heads_[IoVecList::kCapacity];
+};
+
+}  // namespace
+
+BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) {
+  BurstResult result;
+  if (!vq.ready() || count == 0) return result;
+  SplitRing& ring = vq.ring();
+  const uint16_t posted = vq.avail_count();
+  const NetFeatures& features = vq.features();
+  const uint32_t hdr_size = features.net_hdr_size;
+  QueueStats& stats = vq.stats();
+  const uint16_t used_before = ring.last_used_idx();
+  RxBufferGatherer gatherer(vq, posted);
+  uint16_t pos = 0;
+  uint16_t consumed = 0;
+  uint16_t delivered = 0;
+
+  for (; consumed < count; ++consumed) {
+    const rte_mbuf* m = pkts[consumed];
+    const uint32_t len = rte_pktmbuf_pkt_len(m);
+    GuestRxOffload offload;
+    if (len > kMaxFrameLen || !plan_guest_rx_offload(m, features, &offload)) {
+      stats.count_drop(DropReason::kTooLarge);
+      continue;
+    }
+    const uint32_t need = hdr_size + len;
+    const RxBufferGatherer::Outcome outcome = features.mrg_rxbuf
+                                                  ? gatherer.merged_chains(pos, need, hdr_size)
+                                                  : gatherer.one_chain(pos, need);
+    if (outcome == RxBufferGatherer::Outcome::kRingEmpty) break;
+    if (outcome == RxBufferGatherer::Outcome::kTooSmall) {
+      stats.count_drop(DropReason::kTooLarge);
+      continue;
+    }
+    VirtioNetHdrMrgRxbuf hdr;
+    hdr.hdr = offload.hdr;
+    hdr.num_buffers = static_cast<uint16_t>(gatherer.head_count());
+    write_packet(vq.iov_scratch(), hdr, hdr_size, m, offload);
+    for (uint32_t i = 0; i < gatherer.head_count(); ++i)
+      ring.put_used(gatherer.head(i).id, gatherer.head(i).capacity);
+    ++delivered;
+    result.bytes += len;
+  }
+  ring.consume(pos);
+  vq.complete_burst(used_before);
+  result.packets = consumed;
+  stats.packets += delivered;
+  stats.bytes += result.bytes;
+  return result;
+}
+
+}  // namespace vqs

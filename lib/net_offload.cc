@@ -1,0 +1,247 @@
+#include "net_offload.h"
+
+#include <rte_hash_crc.h>
+#include <rte_ip.h>
+#include <rte_net.h>
+#include <rte_sctp.h>
+#include <rte_tcp.h>
+#include <rte_udp.h>
+
+#include <cstddef>
+#include <cstring>
+
+namespace vqs {
+namespace {
+
+constexpr uint32_t kTcpCsumOffset = offsetof(rte_tcp_hdr, cksum);
+constexpr uint32_t kUdpCsumOffset = offsetof(rte_udp_hdr, dgram_cksum);
+constexpr uint32_t kSctpCsumOffset = offsetof(rte_sctp_hdr, cksum);
+constexpr uint32_t kIpv4CsumOffset = offsetof(rte_ipv4_hdr, hdr_checksum);
+
+bool is_l4_csum_layout(uint32_t ptype, uint16_t csum_offset) {
+  switch (ptype & RTE_PTYPE_L4_MASK) {
+    case RTE_PTYPE_L4_TCP:
+      return csum_offset == kTcpCsumOffset;
+    case RTE_PTYPE_L4_UDP:
+      return csum_offset == kUdpCsumOffset;
+    case RTE_PTYPE_L4_SCTP:
+      return csum_offset == kSctpCsumOffset;
+    default:
+      return false;
+  }
+}
+
+// Writes `len` bytes at packet offset `off` of a (possibly chained) mbuf. Caller checks bounds.
+void mbuf_write(rte_mbuf* m, uint32_t off, const void* src, uint32_t len) {
+  const auto* p = static_cast<const uint8_t*>(src);
+  for (; m != nullptr && len > 0; m = m->next) {
+    if (off >= m->data_len) {
+      off -= m->data_len;
+      continue;
+    }
+    const uint32_t n = RTE_MIN(len, static_cast<uint32_t>(m->data_len - off));
+    std::memcpy(rte_pktmbuf_mtod_offset(m, uint8_t*, off), p, n);
+    p += n;
+    len -= n;
+    off = 0;
+  }
+}
+
+// Folded one's-complement sum of m[off, off + len).
+uint32_t raw_sum(const rte_mbuf* m, uint32_t off, uint32_t len) {
+  uint16_t sum = 0;
+  if (len != 0) rte_raw_cksum_mbuf(m, off, len, &sum);
+  return sum;
+}
+
+uint16_t fold(uint32_t sum) {
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(sum);
+}
+
+// Calls fn(pointer, length) for each contiguous piece of m[off, off + len).
+template <typename Fn>
+void for_each_piece(const rte_mbuf* m, uint32_t off, uint32_t len, Fn&& fn) {
+  for (; m != nullptr && len > 0; m = m->next) {
+    if (off >= m->data_len) {
+      off -= m->data_len;
+      continue;
+    }
+    const uint32_t n = RTE_MIN(len, static_cast<uint32_t>(m->data_len - off));
+    fn(rte_pktmbuf_mtod_offset(m, const uint8_t*, off), n);
+    len -= n;
+    off = 0;
+  }
+}
+
+// SCTP's CRC32c over m[off, end) with the 4 checksum bytes at `field` taken as zero (RFC 4960).
+uint32_t sctp_crc(const rte_mbuf* m, uint32_t off, uint32_t end, uint32_t field) {
+  uint32_t crc = 0xffffffff;
+  auto feed = [&crc](const uint8_t* p, uint32_t n) { crc = rte_hash_crc(p, n, crc); };
+  for_each_piece(m, off, field - off, feed);
+  crc = rte_hash_crc_4byte(0, crc);
+  for_each_piece(m, field + 4, end - field - 4, feed);
+  return ~crc;
+}
+
+}  // namespace
+
+void apply_guest_tx_offload(const VirtioNetHdr& hdr, rte_mbuf* m) {
+  if (hdr.flags == 0 && hdr.gso_type == kNetHdrGsoNone) return;
+
+  rte_net_hdr_lens lens{};
+  const uint32_t ptype = rte_net_get_ptype(m, &lens, RTE_PTYPE_ALL_MASK);
+  m->packet_type = ptype;
+  m->l2_len = lens.l2_len;
+  m->l3_len = lens.l3_len;
+  m->l4_len = lens.l4_len;
+  m->ol_flags |= RTE_MBUF_F_RX_IP_CKSUM_UNKNOWN;
+
+  // The spec has the device look only at NEEDS_CSUM on transmit; DATA_VALID is receive-only.
+  if (hdr.flags & kNetHdrFNeedsCsum) {
+    const uint32_t pkt_len = rte_pktmbuf_pkt_len(m);
+    const uint32_t csum_start = hdr.csum_start;
+    const uint32_t field = csum_start + hdr.csum_offset;
+    if (csum_start == uint32_t{lens.l2_len} + lens.l3_len &&
+        is_l4_csum_layout(ptype, hdr.csum_offset)) {
+      m->ol_flags |= RTE_MBUF_F_RX_L4_CKSUM_NONE;
+    } else if (field + 2 <= pkt_len && (field - csum_start) % 2 == 0) {
+      // Tunnel or unknown protocol: complete the partial checksum ourselves. The field holds the
+      // guest's pseudo-header sum, so the sum over [csum_start, end) is the whole checksum.
+      uint16_t csum = static_cast<uint16_t>(~raw_sum(m, csum_start, pkt_len - csum_start));
+      if (csum == 0) csum = 0xffff;
+      mbuf_write(m, field, &csum, sizeof(csum));
+    }
+  }
+
+  if (hdr.gso_type != kNetHdrGsoNone && hdr.gso_size != 0) {
+    const uint32_t l4 = ptype & RTE_PTYPE_L4_MASK;
+    switch (hdr.gso_type & ~kNetHdrGsoEcn) {
+      case kNetHdrGsoTcpv4:
+      case kNetHdrGsoTcpv6:
+        if (l4 != RTE_PTYPE_L4_TCP) return;
+        break;
+      case kNetHdrGsoUdp:
+        if (l4 != RTE_PTYPE_L4_UDP) return;
+        break;
+      default:
+        return;
+    }
+    m->ol_flags |= RTE_MBUF_F_RX_LRO | RTE_MBUF_F_RX_L4_CKSUM_NONE;
+    m->tso_segsz = hdr.gso_size;
+  }
+}
+
+bool plan_guest_rx_offload(const rte_mbuf* m, const NetFeatures& features, GuestRxOffload* out) {
+  std::memset(&out->hdr, 0, sizeof(out->hdr));
+  out->patch_count = 0;
+  const uint64_t ol = m->ol_flags;
+  uint64_t l4_request = ol & RTE_MBUF_F_TX_L4_MASK;
+  const bool wants_ip_csum = ol & RTE_MBUF_F_TX_IP_CKSUM;
+  const uint64_t seg_request = ol & (RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_UDP_SEG);
+
+  if (l4_request == 0 && seg_request == 0 && !wants_ip_csum) {
+    if (features.guest_csum && (ol & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
+      out->hdr.flags = kNetHdrFDataValid;
+    return true;
+  }
+
+  const uint32_t pkt_len = rte_pktmbuf_pkt_len(m);
+  const uint32_t l3_off = m->l2_len;
+  const uint32_t l4_off = l3_off + m->l3_len;
+  // Enough of the headers to read the IP header and the L4 checksum field.
+  uint8_t copy[256];
+  const uint32_t head_len = RTE_MIN(pkt_len, static_cast<uint32_t>(sizeof(copy)));
+  const auto* head = static_cast<const uint8_t*>(rte_pktmbuf_read(m, 0, head_len, copy));
+  if (head == nullptr || l4_off > head_len || m->l3_len < sizeof(rte_ipv4_hdr)) return true;
+  const bool ipv4 = (head[l3_off] >> 4) == 4;
+  const auto* ip4 = reinterpret_cast<const rte_ipv4_hdr*>(head + l3_off);
+  const auto* ip6 = reinterpret_cast<const rte_ipv6_hdr*>(head + l3_off);
+
+  if (wants_ip_csum && ipv4) {
+    // rte_ipv4_cksum reads the options too: sum the header as it is in the packet copy.
+    uint8_t ip_hdr[60];
+    const uint32_t ihl = RTE_MIN(static_cast<uint32_t>(m->l3_len), 60u);
+    std::memcpy(ip_hdr, head + l3_off, ihl);
+    std::memset(ip_hdr + kIpv4CsumOffset, 0, 2);
+    const uint16_t csum = static_cast<uint16_t>(~rte_raw_cksum(ip_hdr, ihl));
+    GuestRxOffload::Patch& p = out->patches[out->patch_count++];
+    p.offset = l3_off + kIpv4CsumOffset;
+    p.len = 2;
+    std::memcpy(p.bytes, &csum, 2);
+  }
+
+  if (seg_request != 0) {
+    const uint32_t hdrs_len = l4_off + m->l4_len;
+    const bool needs_segmentation = pkt_len > hdrs_len + m->tso_segsz && m->tso_segsz != 0;
+    if (needs_segmentation) {
+      uint8_t gso_type;
+      bool negotiated;
+      if (seg_request & RTE_MBUF_F_TX_TCP_SEG) {
+        gso_type = ipv4 ? kNetHdrGsoTcpv4 : kNetHdrGsoTcpv6;
+        negotiated = ipv4 ? features.guest_tso4 : features.guest_tso6;
+      } else {
+        gso_type = kNetHdrGsoUdp;
+        negotiated = features.guest_ufo;
+      }
+      if (!negotiated || !features.guest_csum) return false;
+      out->hdr.gso_type = gso_type;
+      out->hdr.gso_size = m->tso_segsz;
+      out->hdr.hdr_len = static_cast<uint16_t>(hdrs_len);
+    }
+    l4_request =
+        (seg_request & RTE_MBUF_F_TX_TCP_SEG) ? RTE_MBUF_F_TX_TCP_CKSUM : RTE_MBUF_F_TX_UDP_CKSUM;
+  }
+
+  if (l4_request == 0) return true;
+  uint32_t csum_offset;
+  switch (l4_request) {
+    case RTE_MBUF_F_TX_TCP_CKSUM:
+      csum_offset = kTcpCsumOffset;
+      break;
+    case RTE_MBUF_F_TX_UDP_CKSUM:
+      csum_offset = kUdpCsumOffset;
+      break;
+    case RTE_MBUF_F_TX_SCTP_CKSUM:
+      csum_offset = kSctpCsumOffset;
+      break;
+    default:
+      return true;  // no other L4 checksum offload exists
+  }
+  const uint32_t field = l4_off + csum_offset;
+  if (field + (l4_request == RTE_MBUF_F_TX_SCTP_CKSUM ? 4 : 2) > pkt_len) return true;
+  GuestRxOffload::Patch& p = out->patches[out->patch_count++];
+  p.offset = field;
+
+  if (l4_request == RTE_MBUF_F_TX_SCTP_CKSUM) {
+    // CRC32c cannot be expressed as NEEDS_CSUM: always computed here.
+    const uint32_t crc = sctp_crc(m, l4_off, pkt_len, field);
+    p.len = 4;
+    std::memcpy(p.bytes, &crc, 4);
+    return true;
+  }
+  // With TSO the pseudo-header leaves out the length (as rte_net_intel_cksum_prepare does).
+  const uint64_t phdr_flags = out->hdr.gso_type != kNetHdrGsoNone ? RTE_MBUF_F_TX_TCP_SEG : 0;
+  const uint16_t phdr =
+      ipv4 ? rte_ipv4_phdr_cksum(ip4, phdr_flags) : rte_ipv6_phdr_cksum(ip6, phdr_flags);
+  uint16_t csum;
+  if (features.guest_csum) {
+    out->hdr.flags = kNetHdrFNeedsCsum;
+    out->hdr.csum_start = static_cast<uint16_t>(l4_off);
+    out->hdr.csum_offset = static_cast<uint16_t>(csum_offset);
+    csum = phdr;  // the guest completes it
+  } else {
+    // Full checksum, with the field itself counted as zero.
+    uint32_t sum = phdr;
+    sum += raw_sum(m, l4_off, csum_offset);
+    sum += raw_sum(m, field + 2, pkt_len - field - 2);
+    csum = static_cast<uint16_t>(~fold(sum));
+    if (csum == 0 && l4_request == RTE_MBUF_F_TX_UDP_CKSUM) csum = 0xffff;
+  }
+  p.len = 2;
+  std::memcpy(p.bytes, &csum, 2);
+  return true;
+}
+
+}  // namespace vqs

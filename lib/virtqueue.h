@@ -1,0 +1,77 @@
+// One virtio-net virtqueue as the datapath serves it: the split ring, the guest memory it points
+// into, the negotiated features, counters and per-queue scratch space. Owned by one lcore at a
+// time; the control plane calls start()/stop() only while that lcore is kept away (quiesced).
+#pragma once
+
+#include <cstdint>
+
+#include "desc_chain.h"
+#include "guest_memory.h"
+#include "io_vec.h"
+#include "net_features.h"
+#include "queue_stats.h"
+#include "split_ring.h"
+
+namespace vqs {
+
+// Largest packet (after the virtio-net header) we take from or give to a guest: a 64 KiB IP
+// packet behind an Ethernet header with one VLAN tag.
+constexpr uint32_t kMaxFrameLen = 65535 + 14 + 4;
+
+// What one burst consumed, for per-queue packet and byte weights.
+struct BurstResult {
+  uint16_t packets = 0;
+  uint32_t bytes = 0;
+};
+
+class VirtQueue {
+ public:
+  struct Setup {
+    SplitRingAddrs addrs;
+    uint16_t last_avail_idx = 0;
+    uint16_t last_used_idx = 0;
+    uint64_t features = 0;
+    const GuestMemory* memory = nullptr;
+    int callfd = -1;  // eventfd that interrupts the guest; -1: the guest polls
+  };
+
+  // False (and not ready) when the ring addresses or size are unusable.
+  bool start(const Setup& setup);
+  void stop();
+  bool ready() const { return ring_.attached() && !ring_.broken(); }
+
+  SplitRing& ring() { return ring_; }
+  const SplitRing& ring() const { return ring_; }
+  const DescChainReader& chain_reader() const { return reader_; }
+  const NetFeatures& features() const { return features_; }
+  QueueStats& stats() { return stats_; }
+  const QueueStats& stats() const { return stats_; }
+  IoVecList& iov_scratch() { return iov_; }
+
+  // Entries the guest posted and we have not consumed (RX buffers or TX packets): cheap, for
+  // refill thresholds. Counts the moment a corrupt ring is found.
+  uint16_t avail_count() {
+    const uint16_t n = ring_.avail_count();
+    if (n == 0 && ring_.broken() && !broken_counted_) {
+      ++stats_.ring_broken;
+      broken_counted_ = true;
+    }
+    return n;
+  }
+
+  // Ends a burst: makes the used entries visible and interrupts the guest if it asked for it.
+  void complete_burst(uint16_t used_before);
+
+ private:
+  void interrupt_guest();
+
+  SplitRing ring_;
+  DescChainReader reader_;
+  NetFeatures features_;
+  int callfd_ = -1;
+  bool broken_counted_ = false;
+  QueueStats stats_;
+  IoVecList iov_;
+};
+
+}  // namespace vqs

@@ -1,0 +1,45 @@
+// Split virtqueue layout and flags, as the virtio 1.x specification (2.7) defines them.
+// <linux/virtio_ring.h> has the same, but its inline helpers do not compile as C++.
+#pragma once
+
+#include <cstdint>
+
+namespace vqs {
+
+struct VringDesc {
+  uint64_t addr;
+  uint32_t len;
+  uint16_t flags;
+  uint16_t next;
+};
+
+struct VringAvail {
+  uint16_t flags;
+  uint16_t idx;
+  uint16_t ring[];  // size entries, then used_event (with EVENT_IDX)
+};
+
+struct VringUsedElem {
+  uint32_t id;
+  uint32_t len;
+};
+
+struct VringUsed {
+  uint16_t flags;
+  uint16_t idx;
+  VringUsedElem ring[];  // size entries, then avail_event (with EVENT_IDX)
+};
+
+static_assert(sizeof(VringDesc) == 16 && sizeof(VringUsedElem) == 8);
+
+constexpr uint16_t kVringDescFNext = 1;
+constexpr uint16_t kVringDescFWrite = 2;
+constexpr uint16_t kVringDescFIndirect = 4;
+constexpr uint16_t kVringAvailFNoInterrupt = 1;
+constexpr uint16_t kVringUsedFNoNotify = 1;
+
+// Feature bits of the ring itself.
+constexpr unsigned kRingFIndirectDesc = 28;
+constexpr unsigned kRingFEventIdx = 29;
+
+}  // namespace vqs

@@ -1,0 +1,74 @@
+// Shared set-up for datapath tests: an mbuf pool and a device with one guest TX and one guest RX
+// queue, both served by our datapath.
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <catch2/catch.hpp>
+#include <vector>
+
+#include "dequeue.h"
+#include "enqueue.h"
+#include "sim_guest.h"
+
+namespace vqs::test {
+
+constexpr uint64_t bit(unsigned b) { return 1ull << b; }
+constexpr uint64_t kModernFeatures = bit(kFVersion1);
+constexpr uint32_t kNoByteLimit = UINT32_MAX;
+
+// One pool per process (EAL is up for the whole run): 2 KiB data room, so large packets chain.
+rte_mempool* test_pool();
+// A pool of `size` mbufs for exhaustion tests.
+rte_mempool* small_pool(unsigned size);
+
+struct Device {
+  explicit Device(uint64_t features, uint16_t ring_size = 256, uint16_t start_idx = 0,
+                  const std::vector<uint64_t>& region_sizes = {32 << 20, 32 << 20, 8 << 20})
+      : mem(region_sizes), tx(mem, ring_size, features), rx(mem, ring_size, features) {
+    tx.start_at(start_idx);
+    rx.start_at(start_idx);
+    REQUIRE(txq.start(tx.setup()));
+    REQUIRE(rxq.start(rx.setup()));
+  }
+  ~Device() { free_all(); }
+
+  // Guest TX -> mbufs.
+  std::vector<rte_mbuf*> dequeue(uint16_t max = 256, uint32_t max_bytes = kNoByteLimit,
+                                 rte_mempool* pool = test_pool()) {
+    std::vector<rte_mbuf*> pkts(max);
+    const BurstResult r = dequeue_burst(txq, pool, pkts.data(), max, max_bytes);
+    pkts.resize(r.packets);
+    held.insert(held.end(), pkts.begin(), pkts.end());
+    return pkts;
+  }
+  // mbufs -> guest RX; frees what was consumed, returns how many were.
+  uint16_t enqueue(const std::vector<rte_mbuf*>& pkts) {
+    const BurstResult r = enqueue_burst(rxq, pkts.data(), static_cast<uint16_t>(pkts.size()));
+    for (uint16_t i = 0; i < r.packets; ++i) release(pkts[i]);
+    return r.packets;
+  }
+  void release(rte_mbuf* m) {
+    for (auto& h : held)
+      if (h == m) h = nullptr;
+    rte_pktmbuf_free(m);
+  }
+  void free_all() {
+    for (rte_mbuf* m : held) rte_pktmbuf_free(m);
+    held.clear();
+  }
+
+  SimMemory mem;
+  SimGuest tx;
+  SimGuest rx;
+  VirtQueue txq;
+  VirtQueue rxq;
+  std::vector<rte_mbuf*> held;  // mbufs the test has not handed back yet
+};
+
+// The packet's bytes, across segments.
+std::vector<uint8_t> mbuf_bytes(const rte_mbuf* m);
+// A single- or multi-segment mbuf holding `data`.
+rte_mbuf* make_mbuf(const std::vector<uint8_t>& data, rte_mempool* pool = test_pool());
+
+}  // namespace vqs::test

@@ -1,0 +1,173 @@
+#include "desc_chain.h"
+
+#include <catch2/catch.hpp>
+
+#include "sim_guest.h"
+
+using namespace vqs;
+using vqs::test::SimGuest;
+using vqs::test::SimMemory;
+
+namespace {
+
+constexpr uint64_t kIndirect = 1ull << kRingFIndirectDesc;
+
+struct Fixture {
+  SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};
+  SimGuest guest{mem, 16, kIndirect};
+  IoVecList iov;
+
+  DescChainReader reader(bool indirect = true) {
+    return DescChainReader(&guest.desc(0), guest.ring_size(), &mem.table(), indirect);
+  }
+  uint16_t add(uint64_t addr, uint32_t len, uint16_t flags, uint16_t next = 0) {
+    const uint16_t i = guest.alloc_desc();
+    guest.desc(i) = VringDesc{addr, len, flags, next};
+    return i;
+  }
+  // An indirect table of `n` entries in guest memory.
+  std::pair<uint64_t, VringDesc*> table(uint32_t n) {
+    const uint64_t gpa = mem.alloc_ring_memory(16 * n, 16);
+    return {gpa, reinterpret_cast<VringDesc*>(mem.host(gpa, 16 * n))};
+  }
+  ChainError read(uint16_t head, ChainAccess access = ChainAccess::kDeviceReads,
+                  bool indirect = true) {
+    iov.clear();
+    return reader(indirect).read(head, access, iov);
+  }
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(Fixture, "direct chains: buffers in order, empty descriptors skipped") {
+  const uint64_t a = mem.alloc(100), b = mem.alloc(200);
+  const uint16_t d2 = add(b, 200, 0);
+  const uint16_t d1 = add(a, 0, kVringDescFNext, d2);
+  const uint16_t d0 = add(a, 100, kVringDescFNext, d1);
+  REQUIRE(read(d0) == ChainError::kNone);
+  REQUIRE(iov.count() == 2);
+  CHECK(iov[0].base == mem.host(a, 100));
+  CHECK(iov[0].len == 100);
+  CHECK(iov[1].len == 200);
+  CHECK(iov.total_len() == 300);
+}
+
+TEST_CASE_METHOD(Fixture, "a buffer crossing regions becomes two host buffers") {
+  const uint64_t a = mem.alloc_across_boundary(100, 40);
+  const uint16_t d0 = add(a, 100, 0);
+  REQUIRE(read(d0) == ChainError::kNone);
+  REQUIRE(iov.count() == 2);
+  CHECK(iov[0].len == 40);
+  CHECK(iov[1].len == 60);
+}
+
+TEST_CASE_METHOD(Fixture, "indirect tables") {
+  auto [gpa, t] = table(3);
+  const uint64_t a = mem.alloc(64);
+  for (int i = 0; i < 3; ++i)
+    t[i] = VringDesc{a, 10, uint16_t(i < 2 ? kVringDescFNext : 0), uint16_t(i + 1)};
+  const uint16_t head = add(gpa, 48, kVringDescFIndirect);
+  REQUIRE(read(head) == ChainError::kNone);
+  CHECK(iov.count() == 3);
+  CHECK(iov.total_len() == 30);
+
+  SECTION("not negotiated") {
+    CHECK(read(head, ChainAccess::kDeviceReads, false) == ChainError::kIndirectNotNegotiated);
+  }
+  SECTION("nested") {
+    t[1] = VringDesc{gpa, 48, kVringDescFIndirect, 0};
+    CHECK(read(head) == ChainError::kNestedIndirect);
+  }
+  SECTION("next out of the table") {
+    t[2].flags = kVringDescFNext;
+    t[2].next = 3;
+    CHECK(read(head) == ChainError::kBadIndex);
+  }
+  SECTION("length not a multiple of 16") {
+    guest.desc(head).len = 40;
+    CHECK(read(head) == ChainError::kBadIndirectLength);
+  }
+  SECTION("length zero") {
+    guest.desc(head).len = 0;
+    CHECK(read(head) == ChainError::kBadIndirectLength);
+  }
+  SECTION("table outside guest memory") {
+    guest.desc(head).addr = 0x10;
+    CHECK(read(head) == ChainError::kBadAddress);
+  }
+  SECTION("table crossing the end of guest memory") {
+    guest.desc(head).addr = mem.region_end(2) - 32;
+    CHECK(read(head) == ChainError::kBadAddress);
+  }
+  SECTION("INDIRECT with NEXT") {
+    guest.desc(head).flags = kVringDescFIndirect | kVringDescFNext;
+    CHECK(read(head) == ChainError::kIndirectWithNext);
+  }
+  SECTION("an indirect table ends the chain it is reached from") {
+    const uint16_t first = add(a, 5, kVringDescFNext, head);
+    REQUIRE(read(first) == ChainError::kNone);
+    CHECK(iov.total_len() == 35);
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "loops and over-long chains end as kTooLong") {
+  const uint64_t a = mem.alloc(64);
+  SECTION("two-descriptor loop") {
+    const uint16_t d0 = guest.alloc_desc(), d1 = guest.alloc_desc();
+    guest.desc(d0) = VringDesc{a, 1, kVringDescFNext, d1};
+    guest.desc(d1) = VringDesc{a, 1, kVringDescFNext, d0};
+    CHECK(read(d0) == ChainError::kTooLong);
+  }
+  SECTION("self loop") {
+    const uint16_t d0 = guest.alloc_desc();
+    guest.desc(d0) = VringDesc{a, 1, kVringDescFNext, d0};
+    CHECK(read(d0) == ChainError::kTooLong);
+  }
+  SECTION("loop inside an indirect table") {
+    auto [gpa, t] = table(2);
+    t[0] = VringDesc{a, 1, kVringDescFNext, 1};
+    t[1] = VringDesc{a, 1, kVringDescFNext, 0};
+    CHECK(read(add(gpa, 32, kVringDescFIndirect)) == ChainError::kTooLong);
+  }
+  SECTION("indirect table longer than the ring") {
+    auto [gpa, t] = table(20);
+    for (int i = 0; i < 20; ++i)
+      t[i] = VringDesc{a, 1, uint16_t(i < 19 ? kVringDescFNext : 0), uint16_t(i + 1)};
+    CHECK(read(add(gpa, 20 * 16, kVringDescFIndirect)) == ChainError::kTooLong);
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "hostile addresses, indices and directions") {
+  const uint64_t a = mem.alloc(64);
+  CHECK(read(16) == ChainError::kBadIndex);
+  CHECK(read(0xffff) == ChainError::kBadIndex);
+  CHECK(read(add(a, 1, kVringDescFNext, 16)) == ChainError::kBadIndex);
+  CHECK(read(add(0, 64, 0)) == ChainError::kBadAddress);
+  CHECK(read(add(mem.region_end(0) + 0x100000, 64, 0)) == ChainError::kBadAddress);
+  CHECK(read(add(UINT64_MAX - 8, 64, 0)) == ChainError::kBadAddress);
+  CHECK(read(add(a, UINT32_MAX, 0)) == ChainError::kBadAddress);
+  CHECK(read(add(mem.region_end(1) - 8, 64, 0)) == ChainError::kBadAddress);  // runs into a gap
+  CHECK(read(add(a, 8, kVringDescFWrite)) == ChainError::kWrongDirection);
+  CHECK(read(add(a, 8, 0), ChainAccess::kDeviceWrites) == ChainError::kWrongDirection);
+  const uint16_t w = add(a, 8, kVringDescFWrite);
+  CHECK(read(add(a, 8, kVringDescFWrite | kVringDescFNext, w), ChainAccess::kDeviceWrites) ==
+        ChainError::kNone);
+  // A device-writable descriptor after readable ones is still the wrong direction for TX.
+  CHECK(read(add(a, 8, kVringDescFNext, w)) == ChainError::kWrongDirection);
+}
+
+TEST_CASE("a chain of more buffers than the scatter list holds is rejected") {
+  SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};
+  SimGuest guest{mem, 2048, 0};
+  const uint64_t a = mem.alloc(4096);
+  const uint32_t n = IoVecList::kCapacity + 1;
+  std::vector<uint16_t> ids;
+  for (uint32_t i = 0; i < n; ++i) ids.push_back(guest.alloc_desc());
+  for (uint32_t i = 0; i < n; ++i)
+    guest.desc(ids[i]) = VringDesc{a + i, 1, uint16_t(i + 1 < n ? kVringDescFNext : 0),
+                                   i + 1 < n ? ids[i + 1] : uint16_t(0)};
+  IoVecList iov;
+  DescChainReader reader(&guest.desc(0), 2048, &mem.table(), false);
+  CHECK(reader.read(ids[0], ChainAccess::kDeviceReads, iov) == ChainError::kTooManySegments);
+  CHECK(chain_error_name(ChainError::kTooManySegments) == std::string("too_many_segments"));
+}

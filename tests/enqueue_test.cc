@@ -1,0 +1,123 @@
+#include <catch2/catch.hpp>
+
+#include "datapath_fixture.h"
+
+using namespace vqs;
+using namespace vqs::test;
+
+namespace {
+
+std::vector<rte_mbuf*> make_packets(int n, uint32_t size) {
+  std::vector<rte_mbuf*> pkts;
+  for (int i = 0; i < n; ++i) pkts.push_back(make_mbuf(make_frame(size, i)));
+  return pkts;
+}
+
+void free_packets(const std::vector<rte_mbuf*>& pkts, size_t from) {
+  for (size_t i = from; i < pkts.size(); ++i) rte_pktmbuf_free(pkts[i]);
+}
+
+}  // namespace
+
+TEST_CASE("enqueue to a guest without buffers returns what it could not place") {
+  Device dev(kModernFeatures | bit(kNetFMrgRxbuf));
+  auto pkts = make_packets(10, 1000);
+  CHECK(dev.enqueue(pkts) == 0);
+  dev.rx.post_rx(4, 1536);
+  CHECK(dev.enqueue(pkts) == 4);
+  CHECK(dev.rx.receive().size() == 4);
+  CHECK(dev.rxq.stats().packets == 4);
+  CHECK(dev.rxq.stats().dropped(DropReason::kTooLarge) == 0);
+  free_packets(pkts, 4);
+}
+
+TEST_CASE("mergeable buffers: num_buffers and used lengths") {
+  Device dev(kModernFeatures | bit(kNetFMrgRxbuf));
+  dev.rx.post_rx(8, 1000);
+  auto pkts = make_packets(1, 2500);  // 12 + 2500 bytes: 1000 + 1000 + 512
+  REQUIRE(dev.enqueue(pkts) == 1);
+  const auto used = dev.rx.take_used();
+  REQUIRE(used.size() == 3);
+  CHECK(used[0].len == 1000);
+  CHECK(used[1].len == 1000);
+  CHECK(used[2].len == 512);
+  CHECK(dev.rxq.avail_count() == 5);
+}
+
+TEST_CASE("mergeable: a packet larger than all posted buffers waits, consuming none") {
+  Device dev(kModernFeatures | bit(kNetFMrgRxbuf));
+  dev.rx.post_rx(2, 1000);
+  auto pkts = make_packets(2, 3000);
+  CHECK(dev.enqueue(pkts) == 0);
+  CHECK(dev.rxq.avail_count() == 2);
+  CHECK(dev.rx.take_used().empty());
+  dev.rx.post_rx(6, 1000);
+  CHECK(dev.enqueue(pkts) == 2);
+  const auto got = dev.rx.receive();
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].buffers == 4);
+  CHECK(got[1].buffers == 4);
+}
+
+TEST_CASE("without mergeable buffers a packet larger than the chain is dropped, chain kept") {
+  Device dev(kModernFeatures);
+  dev.rx.post_rx(2, 1526);
+  std::vector<rte_mbuf*> pkts = {make_mbuf(make_frame(9000, 1)), make_mbuf(make_frame(1514, 2))};
+  CHECK(dev.enqueue(pkts) == 2);
+  CHECK(dev.rxq.stats().dropped(DropReason::kTooLarge) == 1);
+  const auto got = dev.rx.receive();
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].data == make_frame(1514, 2));
+  CHECK(dev.rxq.avail_count() == 1);   // the 9000-byte packet did not use a chain
+  CHECK(got[0].hdr.num_buffers == 1);  // VERSION_1 without MRG_RXBUF: num_buffers is 1
+}
+
+TEST_CASE("legacy header without mergeable buffers is 10 bytes") {
+  Device dev(0);
+  dev.rx.post_rx(1, 1600);
+  auto pkts = make_packets(1, 100);
+  REQUIRE(dev.enqueue(pkts) == 1);
+  const auto used = dev.rx.take_used();
+  REQUIRE(used.size() == 1);
+  CHECK(used[0].len == 110);
+}
+
+TEST_CASE("chained mbufs are written whole") {
+  Device dev(kModernFeatures | bit(kNetFMrgRxbuf));
+  const auto frame = make_frame(9018, 7);
+  rte_mbuf* m = make_mbuf(frame);
+  REQUIRE(m->nb_segs > 1);
+  dev.rx.post_rx(10, 1536);
+  REQUIRE(dev.enqueue({m}) == 1);
+  const auto got = dev.rx.receive();
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].data == frame);
+}
+
+TEST_CASE("packets above the frame limit are dropped and counted") {
+  Device dev(kModernFeatures | bit(kNetFMrgRxbuf));
+  dev.rx.post_rx(64, 1536);
+  std::vector<rte_mbuf*> pkts = {make_mbuf(make_frame(kMaxFrameLen + 1, 1)),
+                                 make_mbuf(make_frame(kMaxFrameLen, 2))};
+  CHECK(dev.enqueue(pkts) == 2);
+  CHECK(dev.rxq.stats().dropped(DropReason::kTooLarge) == 1);
+  const auto got = dev.rx.receive();
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].data.size() == kMaxFrameLen);
+}
+
+TEST_CASE("guest interrupts after RX follow the guest's suppression") {
+  Device dev(kModernFeatures | bit(kNetFMrgRxbuf) | bit(kRingFEventIdx));
+  dev.rx.post_rx(32, 1536);
+  dev.rx.set_used_event(0);
+  CHECK(dev.enqueue(make_packets(4, 100)) == 4);
+  CHECK(dev.rx.take_interrupts() == 1);
+  dev.rx.set_used_event(20);
+  CHECK(dev.enqueue(make_packets(4, 100)) == 4);  // used 4 -> 8
+  CHECK(dev.rx.take_interrupts() == 0);
+  CHECK(dev.enqueue(make_packets(16, 100)) == 16);  // 8 -> 24 passes 20
+  CHECK(dev.rx.take_interrupts() == 1);
+  CHECK(dev.enqueue(make_packets(4, 100)) == 4);  // no buffers were asked for
+  CHECK(dev.rx.take_interrupts() == 0);
+  CHECK(dev.rxq.stats().guest_notifications == 2);
+}

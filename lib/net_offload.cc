@@ -78,7 +78,12 @@ void for_each_piece(const rte_mbuf* m, uint32_t off, uint32_t len, Fn&& fn) {
 // SCTP's CRC32c over m[off, end) with the 4 checksum bytes at `field` taken as zero (RFC 4960).
 uint32_t sctp_crc(const rte_mbuf* m, uint32_t off, uint32_t end, uint32_t field) {
   uint32_t crc = 0xffffffff;
-  auto feed = [&crc](const uint8_t* p, uint32_t n) { crc = rte_hash_crc(p, n, crc); };
+  auto feed = [&crc](const uint8_t* p, uint32_t n) {
+    // rte_hash_crc loads 8 bytes at a time: start it on an aligned address.
+    for (; n > 0 && (reinterpret_cast<uintptr_t>(p) & 7) != 0; --n)
+      crc = rte_hash_crc_1byte(*p++, crc);
+    crc = rte_hash_crc(p, n, crc);
+  };
   for_each_piece(m, off, field - off, feed);
   crc = rte_hash_crc_4byte(0, crc);
   for_each_piece(m, field + 4, end - field - 4, feed);

@@ -80,6 +80,9 @@ SimGuest::SimGuest(SimMemory& memory, uint16_t ring_size, uint64_t features)
   desc_ = reinterpret_cast<VringDesc*>(memory.host(desc_gpa, 16ull * size_));
   avail_ = reinterpret_cast<VringAvail*>(memory.host(avail_gpa, 6 + 2ull * size_));
   used_ = reinterpret_cast<VringUsed*>(memory.host(used_gpa, 6 + 8ull * size_));
+  std::memset(desc_, 0, 16ull * size_);  // a driver starts from zeroed rings
+  std::memset(avail_, 0, 6 + 2ull * size_);
+  std::memset(used_, 0, 6 + 8ull * size_);
   addrs_ = SplitRingAddrs{desc_, avail_, used_, size_};
   for (int i = size_ - 1; i >= 0; --i) free_.push_back(static_cast<uint16_t>(i));
   callfd_ = eventfd(0, EFD_NONBLOCK);

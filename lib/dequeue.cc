@@ -107,14 +107,13 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
     ++consumed;
     ++out;
     result.bytes += pkt_len;
+    stats.count_packet(pkt_len);
     if (result.bytes >= max_bytes) break;
   }
   ring.consume(consumed);
   vq.complete_burst(used_before);
   if (out < count) rte_pktmbuf_free_bulk(pkts + out, count - out);
   result.packets = out;
-  stats.packets += out;
-  stats.bytes += result.bytes;
   return result;
 }
 

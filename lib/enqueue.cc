@@ -137,7 +137,6 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
   RxBufferGatherer gatherer(vq, posted);
   uint16_t pos = 0;
   uint16_t consumed = 0;
-  uint16_t delivered = 0;
 
   for (; consumed < count; ++consumed) {
     const rte_mbuf* m = pkts[consumed];
@@ -162,14 +161,12 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
     write_packet(vq.iov_scratch(), hdr, hdr_size, m, offload);
     for (uint32_t i = 0; i < gatherer.head_count(); ++i)
       ring.put_used(gatherer.head(i).id, gatherer.head(i).capacity);
-    ++delivered;
     result.bytes += len;
+    stats.count_packet(len);
   }
   ring.consume(pos);
   vq.complete_burst(used_before);
   result.packets = consumed;
-  stats.packets += delivered;
-  stats.bytes += result.bytes;
   return result;
 }
 

@@ -17,9 +17,33 @@ constexpr int kDropReasonCount = static_cast<int>(DropReason::kCount);
 
 const char* drop_reason_name(DropReason reason);
 
+// Packet-size buckets as RFC 2819 counts them (and as DPDK's vhost PMD names its xstats).
+enum class SizeBucket : uint8_t {
+  kUpTo64,
+  k65To127,
+  k128To255,
+  k256To511,
+  k512To1023,
+  k1024To1518,
+  k1519AndUp,
+  kCount,
+};
+constexpr int kSizeBucketCount = static_cast<int>(SizeBucket::kCount);
+
+const char* size_bucket_name(SizeBucket bucket);
+
+inline SizeBucket size_bucket(uint32_t len) {
+  if (len <= 64) return SizeBucket::kUpTo64;
+  if (len > 1518) return SizeBucket::k1519AndUp;
+  if (len >= 1024) return SizeBucket::k1024To1518;
+  // 65..1023: one bucket per power of two, from the position of the highest set bit.
+  return static_cast<SizeBucket>(31 - __builtin_clz(len) - 5);
+}
+
 struct alignas(64) QueueStats {
   uint64_t packets = 0;
   uint64_t bytes = 0;
+  uint64_t sizes[kSizeBucketCount] = {};
   uint64_t drops[kDropReasonCount] = {};
   // mbuf pool empty during guest TX: not a drop, the packets stay in the guest's ring.
   uint64_t mbuf_alloc_failures = 0;
@@ -30,6 +54,11 @@ struct alignas(64) QueueStats {
 
   void count_drop(DropReason reason, uint64_t n = 1) { drops[static_cast<int>(reason)] += n; }
   uint64_t dropped(DropReason reason) const { return drops[static_cast<int>(reason)]; }
+  void count_packet(uint32_t len) {
+    ++packets;
+    bytes += len;
+    ++sizes[static_cast<int>(size_bucket(len))];
+  }
 };
 
 }  // namespace vqs

@@ -1,4 +1,5 @@
 #include "split_ring.h"
+#include "queue_stats.h"
 
 #include <catch2/catch.hpp>
 
@@ -150,5 +151,20 @@ TEST_CASE("guest kicks: disabled while polling, enabled before sleeping") {
     ring.put_used(0, 0);
     ring.publish_used();
     CHECK(guest.avail_event() == 1003);
+  }
+}
+
+TEST_CASE("size buckets follow RFC 2819's boundaries") {
+  const std::pair<uint32_t, SizeBucket> cases[] = {
+      {0, SizeBucket::kUpTo64},        {64, SizeBucket::kUpTo64},
+      {65, SizeBucket::k65To127},      {127, SizeBucket::k65To127},
+      {128, SizeBucket::k128To255},    {255, SizeBucket::k128To255},
+      {256, SizeBucket::k256To511},    {511, SizeBucket::k256To511},
+      {512, SizeBucket::k512To1023},   {1023, SizeBucket::k512To1023},
+      {1024, SizeBucket::k1024To1518}, {1518, SizeBucket::k1024To1518},
+      {1519, SizeBucket::k1519AndUp},  {65535, SizeBucket::k1519AndUp}};
+  for (const auto& [len, bucket] : cases) {
+    INFO("len " << len);
+    CHECK(size_bucket(len) == bucket);
   }
 }

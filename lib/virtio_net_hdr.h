@@ -41,7 +41,11 @@ constexpr unsigned kNetFGuestUfo = 10;
 constexpr unsigned kNetFHostTso4 = 11;
 constexpr unsigned kNetFHostTso6 = 12;
 constexpr unsigned kNetFMrgRxbuf = 15;
+constexpr unsigned kNetFCtrlVq = 17;
+constexpr unsigned kNetFCtrlRx = 18;
+constexpr unsigned kNetFGuestAnnounce = 21;
 constexpr unsigned kNetFMq = 22;
+constexpr unsigned kFAnyLayout = 27;
 constexpr unsigned kFVersion1 = 32;
 
 }  // namespace vqs

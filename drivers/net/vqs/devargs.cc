@@ -1,0 +1,85 @@
+#include "devargs.h"
+
+#include <rte_kvargs.h>
+
+#include <sys/un.h>
+#include <cerrno>
+#include <cstdlib>
+#include <memory>
+#include <set>
+
+namespace vqs {
+namespace {
+
+constexpr const char* kValidKeys = "iface, queues, client, reconnect, tso";
+
+bool parse_uint(const char* text, uint64_t max, uint64_t* out) {
+  if (text == nullptr || *text == '\0' || *text == '-' || *text == '+') return false;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0' || v > max) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+std::optional<VhostDeviceOptions> parse_devargs(const char* args, std::string* error) {
+  VhostDeviceOptions options;
+  std::unique_ptr<rte_kvargs, decltype(&rte_kvargs_free)> kvlist(
+      rte_kvargs_parse(args != nullptr ? args : "", nullptr), rte_kvargs_free);
+  if (!kvlist) {
+    *error = std::string("cannot parse devargs '") + (args ? args : "") +
+             "' (expected key=value pairs separated by commas)";
+    return std::nullopt;
+  }
+  std::set<std::string> seen;
+  bool have_iface = false;
+  for (unsigned i = 0; i < kvlist->count; ++i) {
+    const std::string key = kvlist->pairs[i].key;
+    const char* value = kvlist->pairs[i].value;
+    if (!seen.insert(key).second) {
+      *error = "devarg '" + key + "' given twice";
+      return std::nullopt;
+    }
+    auto bad = [&](const std::string& expected) {
+      *error = "devarg '" + key + "': " + expected + ", got '" + (value ? value : "") + "'";
+      return std::nullopt;
+    };
+    uint64_t n = 0;
+    if (key == "iface") {
+      if (value == nullptr || *value == '\0') return bad("a socket path is required");
+      if (std::string(value).size() >= sizeof(sockaddr_un::sun_path))
+        return bad("a socket path shorter than 108 bytes");
+      options.path = value;
+      have_iface = true;
+    } else if (key == "queues") {
+      if (!parse_uint(value, kMaxQueuePairs, &n) || n == 0) return bad("must be 1..128");
+      options.queue_pairs = static_cast<uint16_t>(n);
+    } else if (key == "client") {
+      if (!parse_uint(value, 1, &n)) return bad("must be 0 or 1");
+      options.client = n == 1;
+    } else if (key == "reconnect") {
+      if (!parse_uint(value, 1, &n)) return bad("must be 0 or 1");
+      options.reconnect = n == 1;
+    } else if (key == "tso") {
+      if (!parse_uint(value, 1, &n)) return bad("must be 0 or 1");
+      options.tso = n == 1;
+    } else {
+      *error = "unknown devarg '" + key + "' (valid: " + kValidKeys + ")";
+      return std::nullopt;
+    }
+  }
+  if (!have_iface) {
+    *error = "devarg 'iface' (the vhost-user socket path) is required";
+    return std::nullopt;
+  }
+  if (seen.count("reconnect") && !options.client) {
+    *error = "devarg 'reconnect' applies to client mode only (add client=1)";
+    return std::nullopt;
+  }
+  return options;
+}
+
+}  // namespace vqs

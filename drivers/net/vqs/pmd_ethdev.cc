@@ -1,0 +1,168 @@
+// eth_dev_ops of net_vqs: configuration, queues, start/stop, link, offload capabilities.
+#include <rte_malloc.h>
+
+#include "pmd_port.h"
+#include "virtqueue.h"
+
+namespace vqs {
+namespace {
+
+int dev_configure(rte_eth_dev*) { return 0; }
+
+int dev_infos_get(rte_eth_dev* dev, rte_eth_dev_info* info) {
+  VhostDevice* device = pmd_port(dev)->device();
+  const bool tso = device != nullptr && device->tso();
+  info->max_mac_addrs = 1;
+  info->max_rx_pktlen = kMaxFrameLen;
+  info->min_mtu = RTE_ETHER_MIN_MTU;
+  info->max_mtu = UINT16_MAX;  // a 64 KiB IP packet
+  info->max_rx_queues = device ? device->queue_pairs() : 1;
+  info->max_tx_queues = info->max_rx_queues;
+  info->min_rx_bufsize = 0;
+  // Guest TX: chained mbufs for large packets; checksum state and GSO as receive metadata.
+  info->rx_offload_capa = RTE_ETH_RX_OFFLOAD_SCATTER | RTE_ETH_RX_OFFLOAD_TCP_CKSUM |
+                          RTE_ETH_RX_OFFLOAD_UDP_CKSUM | RTE_ETH_RX_OFFLOAD_SCTP_CKSUM;
+  // Guest RX: checksums are offloaded to the guest or computed; TSO needs the guest's GUEST_TSO.
+  info->tx_offload_capa = RTE_ETH_TX_OFFLOAD_MULTI_SEGS | RTE_ETH_TX_OFFLOAD_IPV4_CKSUM |
+                          RTE_ETH_TX_OFFLOAD_TCP_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM |
+                          RTE_ETH_TX_OFFLOAD_SCTP_CKSUM;
+  if (tso) {
+    info->rx_offload_capa |= RTE_ETH_RX_OFFLOAD_TCP_LRO;
+    info->tx_offload_capa |= RTE_ETH_TX_OFFLOAD_TCP_TSO;
+  }
+  info->rx_queue_offload_capa = 0;
+  info->tx_queue_offload_capa = 0;
+  // The rings are the guest's: any descriptor count is accepted and ignored.
+  info->rx_desc_lim.nb_max = UINT16_MAX;
+  info->tx_desc_lim.nb_max = UINT16_MAX;
+  info->speed_capa = RTE_ETH_LINK_SPEED_10G;
+  return 0;
+}
+
+int rx_queue_setup(rte_eth_dev* dev, uint16_t queue, uint16_t, unsigned socket,
+                   const rte_eth_rxconf*, rte_mempool* pool) {
+  auto* q = static_cast<PmdRxQueue*>(
+      rte_zmalloc_socket("net_vqs_rxq", sizeof(PmdRxQueue), RTE_CACHE_LINE_SIZE, socket));
+  if (q == nullptr) return -ENOMEM;
+  q->device = pmd_port(dev)->device();
+  q->pool = pool;
+  q->vring = rx_vring(queue);
+  q->port_id = dev->data->port_id;
+  dev->data->rx_queues[queue] = q;
+  return 0;
+}
+
+int tx_queue_setup(rte_eth_dev* dev, uint16_t queue, uint16_t, unsigned socket,
+                   const rte_eth_txconf*) {
+  auto* q = static_cast<PmdTxQueue*>(
+      rte_zmalloc_socket("net_vqs_txq", sizeof(PmdTxQueue), RTE_CACHE_LINE_SIZE, socket));
+  if (q == nullptr) return -ENOMEM;
+  q->device = pmd_port(dev)->device();
+  q->vring = tx_vring(queue);
+  dev->data->tx_queues[queue] = q;
+  return 0;
+}
+
+void rx_queue_release(rte_eth_dev* dev, uint16_t queue) {
+  rte_free(dev->data->rx_queues[queue]);
+  dev->data->rx_queues[queue] = nullptr;
+}
+
+void tx_queue_release(rte_eth_dev* dev, uint16_t queue) {
+  rte_free(dev->data->tx_queues[queue]);
+  dev->data->tx_queues[queue] = nullptr;
+}
+
+int link_update(rte_eth_dev* dev, int) {
+  VhostDevice* device = pmd_port(dev)->device();
+  rte_eth_link link{};
+  link.link_speed = RTE_ETH_SPEED_NUM_10G;
+  link.link_duplex = RTE_ETH_LINK_FULL_DUPLEX;
+  link.link_autoneg = RTE_ETH_LINK_FIXED;
+  link.link_status = device != nullptr && device->link_up() && dev->data->dev_started
+                         ? RTE_ETH_LINK_UP
+                         : RTE_ETH_LINK_DOWN;
+  return rte_eth_linkstatus_set(dev, &link);
+}
+
+int dev_start(rte_eth_dev* dev) {
+  pmd_port(dev)->device()->set_datapath_enabled(true);
+  for (uint16_t i = 0; i < dev->data->nb_rx_queues; ++i)
+    dev->data->rx_queue_state[i] = RTE_ETH_QUEUE_STATE_STARTED;
+  for (uint16_t i = 0; i < dev->data->nb_tx_queues; ++i)
+    dev->data->tx_queue_state[i] = RTE_ETH_QUEUE_STATE_STARTED;
+  dev->data->dev_started = 1;
+  link_update(dev, 0);
+  return 0;
+}
+
+int dev_stop(rte_eth_dev* dev) {
+  // Returns once no lcore is inside a burst of this port.
+  pmd_port(dev)->device()->set_datapath_enabled(false);
+  dev->data->dev_started = 0;
+  for (uint16_t i = 0; i < dev->data->nb_rx_queues; ++i)
+    dev->data->rx_queue_state[i] = RTE_ETH_QUEUE_STATE_STOPPED;
+  for (uint16_t i = 0; i < dev->data->nb_tx_queues; ++i)
+    dev->data->tx_queue_state[i] = RTE_ETH_QUEUE_STATE_STOPPED;
+  link_update(dev, 0);
+  return 0;
+}
+
+int dev_close(rte_eth_dev* dev) {
+  if (rte_eal_process_type() != RTE_PROC_PRIMARY) return 0;
+  PmdPort* port = pmd_port(dev);
+  if (port == nullptr) return 0;
+  if (dev->data->dev_started) dev_stop(dev);
+  port->close_device();  // unregisters the socket: the guest sees the backend go away
+  for (uint16_t i = 0; i < dev->data->nb_rx_queues; ++i) rx_queue_release(dev, i);
+  for (uint16_t i = 0; i < dev->data->nb_tx_queues; ++i) tx_queue_release(dev, i);
+  port->~PmdPort();
+  // ethdev frees dev_private and mac_addrs when the port is released.
+  return 0;
+}
+
+int accept(rte_eth_dev*) { return 0; }
+
+int mtu_set(rte_eth_dev*, uint16_t mtu) { return mtu >= RTE_ETHER_MIN_MTU ? 0 : -EINVAL; }
+
+}  // namespace
+
+void PmdPort::on_link_change(bool) {
+  rte_eth_dev* dev = &rte_eth_devices[port_id_];
+  if (!dev->data->dev_started) return;
+  link_update(dev, 0);
+  rte_eth_dev_callback_process(dev, RTE_ETH_EVENT_INTR_LSC, nullptr);
+}
+
+void PmdPort::on_vring_state(uint16_t vring, bool enabled) {
+  VQS_PMD_LOG(INFO, "port %u: vring %u (%s queue %u) %s", port_id_, vring, vring % 2 ? "rx" : "tx",
+              vring / 2, enabled ? "enabled" : "disabled");
+  rte_eth_dev_callback_process(&rte_eth_devices[port_id_], RTE_ETH_EVENT_QUEUE_STATE, nullptr);
+}
+
+const eth_dev_ops kPmdOps = [] {
+  eth_dev_ops ops{};
+  ops.dev_configure = dev_configure;
+  ops.dev_start = dev_start;
+  ops.dev_stop = dev_stop;
+  ops.dev_close = dev_close;
+  ops.promiscuous_enable = accept;
+  ops.promiscuous_disable = accept;
+  ops.allmulticast_enable = accept;
+  ops.allmulticast_disable = accept;
+  ops.link_update = link_update;
+  ops.stats_get = pmd_stats_get;
+  ops.stats_reset = pmd_stats_reset;
+  ops.xstats_get = pmd_xstats_get;
+  ops.xstats_get_names = pmd_xstats_get_names;
+  ops.xstats_reset = pmd_xstats_reset;
+  ops.dev_infos_get = dev_infos_get;
+  ops.mtu_set = mtu_set;
+  ops.rx_queue_setup = rx_queue_setup;
+  ops.tx_queue_setup = tx_queue_setup;
+  ops.rx_queue_release = rx_queue_release;
+  ops.tx_queue_release = tx_queue_release;
+  return ops;
+}();
+
+}  // namespace vqs

@@ -1,0 +1,117 @@
+// Basic stats and xstats: per-queue counters of the datapath, less the snapshot at the last reset.
+#include <cstdio>
+#include <iterator>
+
+#include "pmd_port.h"
+
+namespace vqs {
+namespace {
+
+// Per-queue xstats besides the size buckets, in the order they are listed.
+struct Counter {
+  const char* name;
+  uint64_t (*read)(const QueueStats&);
+};
+
+constexpr Counter kCounters[] = {
+    {"good_packets", [](const QueueStats& s) { return s.packets; }},
+    {"good_bytes", [](const QueueStats& s) { return s.bytes; }},
+    {"invalid_descriptor_drops",
+     [](const QueueStats& s) { return s.dropped(DropReason::kInvalidDescriptor); }},
+    {"too_large_drops", [](const QueueStats& s) { return s.dropped(DropReason::kTooLarge); }},
+    {"mbuf_alloc_failures", [](const QueueStats& s) { return s.mbuf_alloc_failures; }},
+    {"guest_notifications", [](const QueueStats& s) { return s.guest_notifications; }},
+    {"ring_broken", [](const QueueStats& s) { return s.ring_broken; }},
+};
+constexpr unsigned kPerQueue = std::size(kCounters) + kSizeBucketCount;
+
+// Calls fn(direction, ethdev queue, counter name, value since the last reset) for every xstat,
+// in a fixed order.
+template <typename Fn>
+void for_each_xstat(rte_eth_dev* dev, Fn&& fn) {
+  PmdPort* port = pmd_port(dev);
+  auto queue = [&](const char* dir, uint16_t q, uint16_t vring) {
+    const QueueStats& now = port->device()->stats(vring);
+    const QueueStats& base = port->reset_base(vring);
+    for (const Counter& c : kCounters) fn(dir, q, c.name, c.read(now) - c.read(base));
+    for (int b = 0; b < kSizeBucketCount; ++b)
+      fn(dir, q, size_bucket_name(static_cast<SizeBucket>(b)), now.sizes[b] - base.sizes[b]);
+  };
+  for (uint16_t q = 0; q < dev->data->nb_rx_queues; ++q) queue("rx", q, rx_vring(q));
+  for (uint16_t q = 0; q < dev->data->nb_tx_queues; ++q) queue("tx", q, tx_vring(q));
+}
+
+uint64_t drops(const QueueStats& s) {
+  return s.dropped(DropReason::kInvalidDescriptor) + s.dropped(DropReason::kTooLarge);
+}
+
+unsigned xstat_count(rte_eth_dev* dev) {
+  return (dev->data->nb_rx_queues + dev->data->nb_tx_queues) * kPerQueue;
+}
+
+}  // namespace
+
+int pmd_stats_get(rte_eth_dev* dev, rte_eth_stats* stats) {
+  PmdPort* port = pmd_port(dev);
+  VhostDevice* device = port->device();
+  for (uint16_t q = 0; q < dev->data->nb_rx_queues; ++q) {
+    const QueueStats& now = device->stats(rx_vring(q));
+    const QueueStats& base = port->reset_base(rx_vring(q));
+    const uint64_t packets = now.packets - base.packets, bytes = now.bytes - base.bytes;
+    stats->ipackets += packets;
+    stats->ibytes += bytes;
+    stats->ierrors += drops(now) - drops(base);
+    stats->rx_nombuf += now.mbuf_alloc_failures - base.mbuf_alloc_failures;
+    if (q < RTE_ETHDEV_QUEUE_STAT_CNTRS) {
+      stats->q_ipackets[q] = packets;
+      stats->q_ibytes[q] = bytes;
+      stats->q_errors[q] = drops(now) - drops(base);
+    }
+  }
+  for (uint16_t q = 0; q < dev->data->nb_tx_queues; ++q) {
+    const QueueStats& now = device->stats(tx_vring(q));
+    const QueueStats& base = port->reset_base(tx_vring(q));
+    const uint64_t packets = now.packets - base.packets, bytes = now.bytes - base.bytes;
+    stats->opackets += packets;
+    stats->obytes += bytes;
+    stats->oerrors += drops(now) - drops(base);
+    if (q < RTE_ETHDEV_QUEUE_STAT_CNTRS) {
+      stats->q_opackets[q] = packets;
+      stats->q_obytes[q] = bytes;
+    }
+  }
+  return 0;
+}
+
+int pmd_stats_reset(rte_eth_dev* dev) {
+  PmdPort* port = pmd_port(dev);
+  for (uint16_t v = 0; v < port->device()->vring_count(); ++v)
+    port->reset_base(v) = port->device()->stats(v);
+  return 0;
+}
+
+int pmd_xstats_reset(rte_eth_dev* dev) { return pmd_stats_reset(dev); }
+
+int pmd_xstats_get_names(rte_eth_dev* dev, rte_eth_xstat_name* names, unsigned size) {
+  const unsigned count = xstat_count(dev);
+  if (names == nullptr || size < count) return static_cast<int>(count);
+  unsigned i = 0;
+  for_each_xstat(dev, [&](const char* dir, uint16_t q, const char* name, uint64_t) {
+    std::snprintf(names[i++].name, RTE_ETH_XSTATS_NAME_SIZE, "%s_q%u_%s", dir, q, name);
+  });
+  return static_cast<int>(count);
+}
+
+int pmd_xstats_get(rte_eth_dev* dev, rte_eth_xstat* xstats, unsigned size) {
+  const unsigned count = xstat_count(dev);
+  if (xstats == nullptr || size < count) return static_cast<int>(count);
+  unsigned i = 0;
+  for_each_xstat(dev, [&](const char*, uint16_t, const char*, uint64_t value) {
+    xstats[i].id = i;
+    xstats[i].value = value;
+    ++i;
+  });
+  return static_cast<int>(count);
+}
+
+}  // namespace vqs

@@ -1,0 +1,43 @@
+// The handshake between the control plane and the one lcore that polls a virtqueue.
+//
+// The lcore enters before a burst and leaves after it; the control plane closes the gate and
+// waits until the lcore has left before it changes or unmaps anything the queue points to (guest
+// memory, ring addresses, the callfd). Dekker-style: each side stores its flag, then a full
+// barrier, then reads the other's — so either the lcore sees the gate closed, or the control plane
+// sees the lcore inside and waits. One store, one fence and one load per burst; no lock.
+#pragma once
+
+#include <rte_pause.h>
+
+#include <atomic>
+
+namespace vqs {
+
+class QueueGate {
+ public:
+  // Datapath: true when the queue may be used until leave(); false (and nothing to leave) if not.
+  bool enter() {
+    busy_.store(true, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (open_.load(std::memory_order_relaxed)) return true;
+    busy_.store(false, std::memory_order_release);
+    return false;
+  }
+  void leave() { busy_.store(false, std::memory_order_release); }
+
+  // Control plane.
+  void open() { open_.store(true, std::memory_order_release); }
+  // Returns once no lcore is inside; from then on enter() fails until open().
+  void close() {
+    open_.store(false, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    while (busy_.load(std::memory_order_acquire)) rte_pause();
+  }
+  bool is_open() const { return open_.load(std::memory_order_acquire); }
+
+ private:
+  alignas(64) std::atomic<bool> busy_{false};  // written by the lcore
+  alignas(64) std::atomic<bool> open_{false};  // written by the control plane
+};
+
+}  // namespace vqs

@@ -1,0 +1,391 @@
+#include "vhost_device.h"
+
+#include <rte_log.h>
+#include <rte_vhost.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <shared_mutex>
+
+#include "virtio_net_hdr.h"
+#include "vring.h"
+
+#define VQS_LOG(level, fmt, ...) \
+  rte_log(RTE_LOG_##level, RTE_LOGTYPE_USER1, "vqs: " fmt "\n", ##__VA_ARGS__)
+
+namespace vqs {
+namespace {
+
+// vhost-user requests (vhost-user specification) after which ring addresses, guest memory, the
+// kick/call fds or the features may differ: the datapath stays out while they are handled.
+bool changes_ring_state(uint32_t request) {
+  switch (request) {
+    case 2:   // SET_FEATURES
+    case 5:   // SET_MEM_TABLE
+    case 6:   // SET_LOG_BASE
+    case 8:   // SET_VRING_NUM
+    case 9:   // SET_VRING_ADDR
+    case 10:  // SET_VRING_BASE
+    case 12:  // SET_VRING_KICK
+    case 13:  // SET_VRING_CALL (librte_vhost closes the old callfd we write to)
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Socket path -> device. Callbacks hold the lock shared for their whole run, so a device is not
+// destroyed under a running callback; the destructor takes it exclusively to unlist the device.
+std::shared_mutex registry_mutex;
+std::map<std::string, VhostDevice*>& registry() {
+  static std::map<std::string, VhostDevice*> devices;
+  return devices;
+}
+
+template <typename Fn>
+auto with_device(int vid, Fn&& fn) {
+  char path[PATH_MAX];
+  std::shared_lock lock(registry_mutex);
+  VhostDevice* device = nullptr;
+  if (rte_vhost_get_ifname(vid, path, sizeof(path)) == 0) {
+    auto it = registry().find(path);
+    if (it != registry().end()) device = it->second;
+  }
+  return fn(device);
+}
+
+enum rte_vhost_msg_result pre_message(int vid, void* msg) {
+  uint32_t request;
+  std::memcpy(&request, msg, sizeof(request));
+  with_device(vid, [&](VhostDevice* d) {
+    if (d) d->on_message(vid, request, false);
+    return 0;
+  });
+  return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
+}
+
+enum rte_vhost_msg_result post_message(int vid, void* msg) {
+  uint32_t request;
+  std::memcpy(&request, msg, sizeof(request));
+  with_device(vid, [&](VhostDevice* d) {
+    if (d) d->on_message(vid, request, true);
+    return 0;
+  });
+  return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
+}
+
+const rte_vhost_user_extern_ops kMessageHooks = {pre_message, post_message};
+
+const rte_vhost_device_ops kDeviceOps = {
+    .new_device =
+        [](int vid) {
+          return with_device(vid, [vid](VhostDevice* d) { return d ? d->on_new_device(vid) : -1; });
+        },
+    .destroy_device =
+        [](int vid) {
+          with_device(vid, [vid](VhostDevice* d) {
+            if (d) d->on_destroy_device(vid);
+            return 0;
+          });
+        },
+    .vring_state_changed =
+        [](int vid, uint16_t vring, int enable) {
+          return with_device(vid, [&](VhostDevice* d) {
+            if (d) d->on_vring_state_changed(vid, vring, enable != 0);
+            return 0;
+          });
+        },
+    .features_changed = nullptr,
+    .new_connection =
+        [](int vid) {
+          return with_device(vid,
+                             [vid](VhostDevice* d) { return d ? d->on_new_connection(vid) : -1; });
+        },
+    .destroy_connection =
+        [](int vid) {
+          with_device(vid, [vid](VhostDevice* d) {
+            if (d) d->on_destroy_connection(vid);
+            return 0;
+          });
+        },
+    .guest_notified = nullptr,
+    .reserved = {nullptr},
+};
+
+// A server socket file left by a process that is gone blocks bind(): remove it, but only when
+// nobody accepts connections on it.
+void remove_stale_socket(const std::string& path) {
+  if (access(path.c_str(), F_OK) != 0) return;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) return;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0) return;
+  const bool live = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  const int err = errno;
+  close(fd);
+  if (!live && err == ECONNREFUSED) {
+    VQS_LOG(INFO, "%s: removing stale socket file", path.c_str());
+    unlink(path.c_str());
+  }
+}
+
+}  // namespace
+
+uint64_t offered_virtio_features(bool tso) {
+  uint64_t f = (1ull << kFVersion1) | (1ull << kNetFMrgRxbuf) | (1ull << kRingFIndirectDesc) |
+               (1ull << kRingFEventIdx) | (1ull << kNetFMq) | (1ull << kNetFCtrlVq) |
+               (1ull << kNetFCsum) | (1ull << kNetFGuestCsum) | (1ull << kFAnyLayout) |
+               (1ull << kNetFGuestAnnounce) | (1ull << VHOST_USER_F_PROTOCOL_FEATURES);
+  // CTRL_VQ, GUEST_ANNOUNCE: the frontend (QEMU, virtio_user) serves the control queue itself.
+  if (tso) {
+    f |= (1ull << kNetFHostTso4) | (1ull << kNetFHostTso6) | (1ull << kNetFGuestTso4) |
+         (1ull << kNetFGuestTso6);
+  }
+  return f;
+}
+
+uint64_t handled_protocol_features() {
+  // Not RARP (librte_vhost only stores it for its own dequeue), not LOG_SHMFD (no dirty logging
+  // yet, so no VHOST_F_LOG_ALL either), not INFLIGHT_SHMFD, nothing vDPA- or postcopy-specific.
+  return (1ull << VHOST_USER_PROTOCOL_F_MQ) | (1ull << VHOST_USER_PROTOCOL_F_REPLY_ACK) |
+         (1ull << VHOST_USER_PROTOCOL_F_STATUS);
+}
+
+VhostDevice::VhostDevice(const VhostDeviceOptions& options, Listener* listener)
+    : options_(options), listener_(listener), vrings_(new Vring[2 * options.queue_pairs]) {}
+
+std::unique_ptr<VhostDevice> VhostDevice::create(const VhostDeviceOptions& options,
+                                                 Listener* listener, std::string* error) {
+  const char* path = options.path.c_str();
+  std::unique_ptr<VhostDevice> device(new VhostDevice(options, listener));
+  {
+    std::unique_lock lock(registry_mutex);
+    if (!registry().emplace(options.path, device.get()).second) {
+      *error = "socket " + options.path + " is already in use by another port";
+      return nullptr;
+    }
+  }
+  auto fail = [&](const std::string& what, bool registered) -> std::unique_ptr<VhostDevice> {
+    *error = options.path + ": " + what;
+    if (registered) rte_vhost_driver_unregister(path);
+    std::unique_lock lock(registry_mutex);
+    registry().erase(options.path);
+    device->registered_ = false;
+    return nullptr;
+  };
+  device->registered_ = true;
+
+  uint64_t flags = 0;
+  if (options.client) {
+    flags |= RTE_VHOST_USER_CLIENT;
+    if (!options.reconnect) flags |= RTE_VHOST_USER_NO_RECONNECT;
+  } else {
+    remove_stale_socket(options.path);
+  }
+  if (rte_vhost_driver_register(path, flags) != 0)
+    return fail("vhost-user registration failed", false);
+  if (rte_vhost_driver_callback_register(path, &kDeviceOps) != 0)
+    return fail("callback registration failed", true);
+  // disable_features, unlike set_features, keeps librte_vhost's builtin net mode, in which a
+  // device is ready once its first queue pair is (not every vring it allocated) and queue pairs
+  // beyond the negotiated MQ are released: what a virtio-net guest expects.
+  uint64_t lib_features = 0;
+  if (rte_vhost_driver_get_features(path, &lib_features) != 0 ||
+      rte_vhost_driver_disable_features(path,
+                                        lib_features & ~offered_virtio_features(options.tso)) != 0)
+    return fail("feature set-up failed", true);
+  uint64_t protocol = 0;
+  if (rte_vhost_driver_get_protocol_features(path, &protocol) != 0 ||
+      rte_vhost_driver_set_protocol_features(path, protocol & handled_protocol_features()) != 0)
+    return fail("protocol feature set-up failed", true);
+  if (rte_vhost_driver_start(path) != 0) return fail("could not start the socket", true);
+  return device;
+}
+
+VhostDevice::~VhostDevice() {
+  if (!registered_) return;
+  {
+    std::unique_lock lock(registry_mutex);  // waits for callbacks in flight
+    registry().erase(options_.path);
+  }
+  // Stop the datapath and hand indices back before librte_vhost tears the connection down.
+  {
+    std::lock_guard lock(mutex_);
+    datapath_enabled_ = false;
+    running_ = false;
+    apply_locked();
+  }
+  rte_vhost_driver_unregister(options_.path.c_str());
+}
+
+void VhostDevice::set_datapath_enabled(bool enabled) {
+  std::lock_guard lock(mutex_);
+  datapath_enabled_ = enabled;
+  apply_locked();
+}
+
+int VhostDevice::on_new_connection(int vid) {
+  {
+    std::lock_guard lock(mutex_);
+    if (connection_vid_ != -1) {
+      VQS_LOG(ERR, "%s: refusing a second frontend (device %d is connected)", path().c_str(),
+              connection_vid_);
+      return -1;
+    }
+    connection_vid_ = vid;
+    suspended_ = false;
+    for (uint16_t i = 0; i < vring_count(); ++i) vrings_[i].enabled = false;
+  }
+  // The hooks bracket every message from now on (no context: they look the device up by path).
+  return rte_vhost_extern_callback_register(vid, &kMessageHooks, nullptr) == 0 ? 0 : -1;
+}
+
+void VhostDevice::on_destroy_connection(int vid) {
+  std::lock_guard lock(mutex_);
+  if (vid == connection_vid_) connection_vid_ = -1;
+}
+
+int VhostDevice::on_new_device(int vid) {
+  {
+    std::lock_guard lock(mutex_);
+    vid_ = vid;
+    uint64_t features = 0;
+    rte_vhost_get_negotiated_features(vid, &features);
+    features_.store(features, std::memory_order_release);
+    if (!load_memory_locked()) return -1;
+    running_ = true;
+    suspended_ = false;
+    apply_locked();
+    link_up_.store(true, std::memory_order_release);
+  }
+  VQS_LOG(INFO, "%s: guest device %d running (features 0x%" PRIx64 ")", path().c_str(), vid,
+          negotiated_features());
+  if (listener_) listener_->on_link_change(true);
+  return 0;
+}
+
+void VhostDevice::on_destroy_device(int vid) {
+  {
+    std::lock_guard lock(mutex_);
+    if (vid != vid_) return;
+    running_ = false;
+    suspended_ = false;
+    apply_locked();  // stops every vring and hands its indices back to librte_vhost
+    memory_.clear();
+    link_up_.store(false, std::memory_order_release);
+  }
+  VQS_LOG(INFO, "%s: guest device %d stopped", path().c_str(), vid);
+  if (listener_) listener_->on_link_change(false);
+}
+
+void VhostDevice::on_vring_state_changed(int vid, uint16_t vring, bool enabled) {
+  if (vring >= vring_count()) {
+    if (enabled) {
+      unserved_vring_enables_.fetch_add(1);
+      VQS_LOG(WARNING, "%s: guest enabled vring %u but only %u queue pairs are served",
+              path().c_str(), vring, queue_pairs());
+    }
+    return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (vid_ != -1 && vid != vid_ && running_) return;
+    vrings_[vring].enabled = enabled;
+    apply_locked();
+  }
+  if (listener_) listener_->on_vring_state(vring, enabled);
+}
+
+void VhostDevice::on_message(int vid, uint32_t request, bool after) {
+  std::lock_guard lock(mutex_);
+  if (!after) {
+    if (!running_ || vid != vid_ || !changes_ring_state(request)) return;
+    suspended_ = true;
+    apply_locked();
+    return;
+  }
+  if (!suspended_) return;
+  suspended_ = false;
+  if (running_) {
+    uint64_t features = 0;
+    rte_vhost_get_negotiated_features(vid_, &features);
+    features_.store(features, std::memory_order_release);
+    if (!load_memory_locked()) running_ = false;
+  }
+  apply_locked();
+}
+
+bool VhostDevice::load_memory_locked() {
+  rte_vhost_memory* table = nullptr;
+  memory_.clear();
+  if (rte_vhost_get_mem_table(vid_, &table) != 0) {
+    VQS_LOG(ERR, "%s: no guest memory table", path().c_str());
+    return false;
+  }
+  bool ok = true;
+  for (uint32_t i = 0; i < table->nregions; ++i) {
+    const rte_vhost_mem_region& r = table->regions[i];
+    if (!memory_.add_region(r.guest_phys_addr, r.size, reinterpret_cast<void*>(r.host_user_addr))) {
+      VQS_LOG(ERR, "%s: guest memory region %u (0x%" PRIx64 "+0x%" PRIx64 ") rejected",
+              path().c_str(), i, r.guest_phys_addr, r.size);
+      ok = false;
+    }
+  }
+  std::free(table);
+  return ok;
+}
+
+void VhostDevice::apply_locked() {
+  for (uint16_t i = 0; i < vring_count(); ++i) {
+    Vring& v = vrings_[i];
+    const bool want_started = running_ && !suspended_ && v.enabled;
+    if (v.started && !want_started) stop_vring_locked(i);
+    if (!v.started && want_started) v.started = start_vring_locked(i);
+    const bool want_open = v.started && datapath_enabled_;
+    if (want_open && !v.gate.is_open()) v.gate.open();
+    if (!want_open && v.gate.is_open()) v.gate.close();
+  }
+}
+
+bool VhostDevice::start_vring_locked(uint16_t index) {
+  rte_vhost_vring vr{};
+  uint16_t last_avail = 0, last_used = 0;
+  if (rte_vhost_get_vhost_vring(vid_, index, &vr) != 0 ||
+      rte_vhost_get_vring_base(vid_, index, &last_avail, &last_used) != 0) {
+    VQS_LOG(ERR, "%s: vring %u: no ring state", path().c_str(), index);
+    return false;
+  }
+  VirtQueue::Setup setup;
+  setup.addrs =
+      SplitRingAddrs{reinterpret_cast<VringDesc*>(vr.desc), reinterpret_cast<VringAvail*>(vr.avail),
+                     reinterpret_cast<VringUsed*>(vr.used), vr.size};
+  setup.last_avail_idx = last_avail;
+  setup.last_used_idx = last_used;
+  setup.features = negotiated_features();
+  setup.memory = &memory_;
+  setup.callfd = vr.callfd;
+  if (!vrings_[index].queue.start(setup)) {
+    VQS_LOG(ERR, "%s: vring %u: unusable ring (size %u)", path().c_str(), index, vr.size);
+    return false;
+  }
+  return true;
+}
+
+void VhostDevice::stop_vring_locked(uint16_t index) {
+  Vring& v = vrings_[index];
+  v.gate.close();
+  // GET_VRING_BASE replies with librte_vhost's copy of the indices: keep it current.
+  const SplitRing& ring = v.queue.ring();
+  rte_vhost_set_vring_base(vid_, index, ring.last_avail_idx(), ring.last_used_idx());
+  v.queue.stop();
+  v.started = false;
+}
+
+}  // namespace vqs

@@ -1,0 +1,124 @@
+// One vhost-user socket and the virtio-net device a guest connects through it: librte_vhost runs
+// the control plane; this class keeps our virtqueues in step with it and admits the datapath only
+// while a queue's state is complete. Shared by the net_vqs PMD and vqswitch.
+//
+// librte_vhost calls in on its own thread, often with its per-queue locks held; see
+// docs/architecture.md, "Control plane", for which calls and what each one does here.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "guest_memory.h"
+#include "queue_gate.h"
+#include "virtqueue.h"
+
+namespace vqs {
+
+// librte_vhost 22.11 serves at most this many queue pairs per device (VHOST_MAX_QUEUE_PAIRS).
+constexpr uint16_t kMaxQueuePairs = 128;
+
+struct VhostDeviceOptions {
+  std::string path;          // the vhost-user socket
+  uint16_t queue_pairs = 1;  // served; vrings beyond them are never polled
+  bool client = false;       // connect to the socket instead of listening on it
+  bool reconnect = true;     // client mode: reconnect when the peer goes away
+  bool tso = false;          // offer HOST/GUEST_TSO4/6
+};
+
+// The virtio features we offer, and the vhost-user protocol features we handle.
+uint64_t offered_virtio_features(bool tso);
+uint64_t handled_protocol_features();
+
+class VhostDevice {
+ public:
+  // Told about state changes, on librte_vhost's thread or the thread calling set_datapath_enabled,
+  // never while our lock is held.
+  class Listener {
+   public:
+    virtual ~Listener() = default;
+    virtual void on_link_change(bool up) = 0;
+    virtual void on_vring_state(uint16_t vring, bool enabled) = 0;
+  };
+
+  // Registers the socket with librte_vhost and starts it (listening, or connecting in client
+  // mode). nullptr with `error` set when librte_vhost refuses.
+  static std::unique_ptr<VhostDevice> create(const VhostDeviceOptions& options, Listener* listener,
+                                             std::string* error);
+  ~VhostDevice();  // unregisters the socket; the datapath must have stopped calling in
+
+  VhostDevice(const VhostDevice&) = delete;
+  VhostDevice& operator=(const VhostDevice&) = delete;
+
+  const std::string& path() const { return options_.path; }
+  uint16_t queue_pairs() const { return options_.queue_pairs; }
+  bool tso() const { return options_.tso; }
+  uint16_t vring_count() const { return static_cast<uint16_t>(2 * options_.queue_pairs); }
+  // Guest connected and its device running.
+  bool link_up() const { return link_up_.load(std::memory_order_acquire); }
+  uint64_t negotiated_features() const { return features_.load(std::memory_order_acquire); }
+
+  // The owner's switch for the whole datapath (the ethdev port started / stopped). Disabling
+  // returns once no lcore is inside a burst.
+  void set_datapath_enabled(bool enabled);
+
+  // Datapath, one lcore per vring: the queue to burst on, or nullptr when it may not be used now.
+  // Vring 2q is guest RX (we enqueue), 2q + 1 guest TX (we dequeue).
+  VirtQueue* enter(uint16_t vring) {
+    Vring& v = vrings_[vring];
+    return v.gate.enter() ? &v.queue : nullptr;
+  }
+  void leave(uint16_t vring) { vrings_[vring].gate.leave(); }
+
+  // Counters of a vring, kept across guest reconnects. Read from any thread (monitoring): the
+  // values may be a burst old.
+  const QueueStats& stats(uint16_t vring) const { return vrings_[vring].queue.stats(); }
+  // Vrings the guest enabled beyond the queue pairs we serve (a configuration mismatch).
+  uint64_t unserved_vring_enables() const { return unserved_vring_enables_.load(); }
+
+  // librte_vhost callbacks (static trampolines find the device by socket path).
+  int on_new_connection(int vid);
+  void on_destroy_connection(int vid);
+  int on_new_device(int vid);
+  void on_destroy_device(int vid);
+  void on_vring_state_changed(int vid, uint16_t vring, bool enabled);
+  void on_message(int vid, uint32_t request, bool after);
+
+ private:
+  struct alignas(64) Vring {
+    QueueGate gate;
+    VirtQueue queue;
+    bool enabled = false;  // by the guest (SET_VRING_ENABLE / ready)
+    bool started = false;  // our VirtQueue attached to the guest's ring
+  };
+
+  explicit VhostDevice(const VhostDeviceOptions& options, Listener* listener);
+  // Brings every vring to the state the flags below ask for. Called with mutex_ held.
+  void apply_locked();
+  bool start_vring_locked(uint16_t index);
+  void stop_vring_locked(uint16_t index);
+  bool load_memory_locked();
+
+  const VhostDeviceOptions options_;
+  Listener* const listener_;
+  std::unique_ptr<Vring[]> vrings_;
+
+  bool registered_ = false;  // listed and registered with librte_vhost
+
+  std::mutex mutex_;         // control plane only: librte_vhost's thread vs the owner's thread
+  int connection_vid_ = -1;  // one frontend at a time
+  int vid_ = -1;
+  bool running_ = false;           // between new_device and destroy_device
+  bool suspended_ = false;         // inside a message that changes what the rings point to
+  bool datapath_enabled_ = false;  // the owner's switch
+  GuestMemory memory_;
+  std::atomic<uint64_t> features_{0};
+  std::atomic<bool> link_up_{false};
+  std::atomic<uint64_t> unserved_vring_enables_{0};
+};
+
+}  // namespace vqs

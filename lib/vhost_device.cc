@@ -234,13 +234,12 @@ void VhostDevice::set_datapath_enabled(bool enabled) {
 int VhostDevice::on_new_connection(int vid) {
   {
     std::lock_guard lock(mutex_);
-    if (connection_vid_ != -1) {
-      VQS_LOG(ERR, "%s: refusing a second frontend (device %d is connected)", path().c_str(),
-              connection_vid_);
-      return -1;
-    }
+    // A frontend that reconnects at once may arrive before librte_vhost has processed the old
+    // connection's close: the newest connection is the one we follow.
+    if (connection_vid_ != -1)
+      VQS_LOG(WARNING, "%s: new frontend %d while %d is still connected; following %d",
+              path().c_str(), vid, connection_vid_, vid);
     connection_vid_ = vid;
-    suspended_ = false;
     for (uint16_t i = 0; i < vring_count(); ++i) vrings_[i].enabled = false;
   }
   // The hooks bracket every message from now on (no context: they look the device up by path).
@@ -255,6 +254,11 @@ void VhostDevice::on_destroy_connection(int vid) {
 int VhostDevice::on_new_device(int vid) {
   {
     std::lock_guard lock(mutex_);
+    if (vid != connection_vid_) return -1;  // superseded by a newer connection
+    if (running_) {  // an older connection's device: it is not served any more
+      running_ = false;
+      apply_locked();
+    }
     vid_ = vid;
     uint64_t features = 0;
     rte_vhost_get_negotiated_features(vid, &features);
@@ -296,7 +300,7 @@ void VhostDevice::on_vring_state_changed(int vid, uint16_t vring, bool enabled) 
   }
   {
     std::lock_guard lock(mutex_);
-    if (vid_ != -1 && vid != vid_ && running_) return;
+    if (vid != connection_vid_) return;  // an older connection's vring
     vrings_[vring].enabled = enabled;
     apply_locked();
   }

@@ -110,7 +110,7 @@ class VhostDevice {
   bool registered_ = false;  // listed and registered with librte_vhost
 
   std::mutex mutex_;         // control plane only: librte_vhost's thread vs the owner's thread
-  int connection_vid_ = -1;  // one frontend at a time
+  int connection_vid_ = -1;  // the newest frontend connection; the one we serve
   int vid_ = -1;
   bool running_ = false;           // between new_device and destroy_device
   bool suspended_ = false;         // inside a message that changes what the rings point to

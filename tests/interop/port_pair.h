@@ -1,0 +1,63 @@
+// Our net_vqs port and a DPDK virtio_user guest on the same vhost-user socket, in this process.
+#pragma once
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vqs::test {
+
+rte_mempool* interop_pool();
+
+struct GuestOptions {
+  uint16_t queues = 1;
+  bool mrg_rxbuf = true;
+  uint64_t rx_offloads = 0;  // e.g. TCP_CKSUM: the guest negotiates GUEST_CSUM
+  uint64_t tx_offloads = 0;  // e.g. TCP_CKSUM: the guest negotiates CSUM
+  uint16_t mtu = 9000;
+};
+
+// Creates (and starts) an ethdev from a vdev string; returns its port id.
+uint16_t start_vdev_port(const std::string& name, const std::string& args, uint16_t queues,
+                         uint64_t rx_offloads, uint64_t tx_offloads, uint16_t mtu);
+void stop_vdev_port(uint16_t port, const std::string& name);
+bool wait_link(uint16_t port, bool up, int timeout_ms = 5000);
+
+class HostPort {
+ public:
+  HostPort(uint16_t queues, const std::string& extra_args = "");
+  ~HostPort();
+  uint16_t port() const { return port_; }
+  const std::string& socket() const { return socket_; }
+
+ private:
+  std::string name_, socket_;
+  uint16_t port_;
+};
+
+class GuestPort {
+ public:
+  GuestPort(const HostPort& host, const GuestOptions& options = {});
+  ~GuestPort();
+  uint16_t port() const { return port_; }
+
+ private:
+  std::string name_;
+  uint16_t port_;
+};
+
+// A packet of `len` bytes (chained mbufs when larger than one): Ethernet/IPv4/UDP or TCP, then a
+// pattern depending on `seed`.
+rte_mbuf* make_packet(uint32_t len, uint32_t seed, bool tcp = false);
+std::vector<uint8_t> packet_bytes(const rte_mbuf* m);
+
+// Polls rx on (port, queue) until `count` packets arrived or `timeout_ms` passed.
+std::vector<rte_mbuf*> receive(uint16_t port, uint16_t queue, size_t count, int timeout_ms = 2000);
+// Sends all of `pkts`, retrying briefly; frees what could not be sent. Returns how many were sent.
+uint16_t send_all(uint16_t port, uint16_t queue, std::vector<rte_mbuf*> pkts);
+void free_all(const std::vector<rte_mbuf*>& pkts);
+
+}  // namespace vqs::test

@@ -1,21 +1,26 @@
 #include "dequeue.h"
 
-#include "virtio_net_hdr.h"
+#include <rte_ether.h>
 
 #include "net_offload.h"
+#include "virtio_net_hdr.h"
 
 namespace vqs {
 namespace {
 
-constexpr uint16_t kSegAllocChunk = 32;
+// mbufs are taken from the pool this many at a time, so a burst cut short by its byte limit
+// (or by invalid chains) does not allocate and free a whole burst's worth.
+constexpr uint16_t kAllocChunk = 32;
+
+enum class CopyResult { kOk, kPoolEmpty, kNeverFits };
 
 // Copies the packet (the chain after its virtio-net header) into `head` and further segments
-// from `pool`, allocated in bulk. On allocation failure frees what it added and returns false.
-bool copy_chain_to_mbuf(IoVecCursor& src, uint32_t len, rte_mbuf* head, rte_mempool* pool) {
+// from `pool`, allocated in bulk. On failure frees what it added; `head` stays the caller's.
+CopyResult copy_chain_to_mbuf(IoVecCursor& src, uint32_t len, rte_mbuf* head, rte_mempool* pool) {
   rte_mbuf* seg = head;
   uint32_t room = rte_pktmbuf_tailroom(head);
   uint32_t left = len;
-  rte_mbuf* spare[kSegAllocChunk];
+  rte_mbuf* spare[kAllocChunk];
   uint16_t spare_count = 0;
   uint16_t spare_used = 0;
   for (;;) {
@@ -27,14 +32,16 @@ bool copy_chain_to_mbuf(IoVecCursor& src, uint32_t len, rte_mbuf* head, rte_memp
     if (spare_used == spare_count) {
       const uint32_t seg_room = rte_pktmbuf_data_room_size(pool);
       const uint32_t want = (left + seg_room - 1) / seg_room;
-      spare_count = static_cast<uint16_t>(want < kSegAllocChunk ? want : kSegAllocChunk);
+      spare_count = static_cast<uint16_t>(want < kAllocChunk ? want : kAllocChunk);
       spare_used = 0;
       if (rte_pktmbuf_alloc_bulk(pool, spare, spare_count) != 0) {
-        rte_pktmbuf_free(head->next);  // the chain we added; head itself is the caller's
+        // A packet that needs more mbufs than the pool holds would block the ring for ever.
+        const uint32_t segs_needed = head->nb_segs + want;
+        rte_pktmbuf_free(head->next);
         head->next = nullptr;
         head->nb_segs = 1;
         head->data_len = 0;
-        return false;
+        return segs_needed > pool->size ? CopyResult::kNeverFits : CopyResult::kPoolEmpty;
       }
     }
     rte_mbuf* next = spare[spare_used++];
@@ -44,8 +51,9 @@ bool copy_chain_to_mbuf(IoVecCursor& src, uint32_t len, rte_mbuf* head, rte_memp
     ++head->nb_segs;
     room = rte_pktmbuf_tailroom(seg);
   }
+  if (spare_used < spare_count) rte_pktmbuf_free_bulk(spare + spare_used, spare_count - spare_used);
   head->pkt_len = len;
-  return true;
+  return CopyResult::kOk;
 }
 
 }  // namespace
@@ -60,59 +68,69 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
   if (count == 0) return result;
 
   QueueStats& stats = vq.stats();
-  if (rte_pktmbuf_alloc_bulk(pool, pkts, count) != 0) {
-    // Take what the pool still has rather than nothing.
-    uint16_t got = 0;
-    while (got < count && (pkts[got] = rte_pktmbuf_alloc(pool)) != nullptr) ++got;
-    ++stats.mbuf_alloc_failures;
-    if (got == 0) return result;
-    count = got;
-  }
-
   const uint16_t used_before = ring.last_used_idx();
   const uint32_t hdr_size = vq.features().net_hdr_size;
   const DescChainReader& reader = vq.chain_reader();
   IoVecList& iov = vq.iov_scratch();
-  uint16_t consumed = 0;
-  uint16_t out = 0;
+  uint16_t consumed = 0;   // chains taken from the ring
+  uint16_t out = 0;        // packets delivered in pkts[]
+  uint16_t allocated = 0;  // pkts[out, allocated) are fresh mbufs not yet used
+  bool pool_empty = false;
   while (consumed < count) {
+    if (out == allocated) {
+      const uint16_t want = count - consumed < kAllocChunk ? count - consumed : kAllocChunk;
+      if (rte_pktmbuf_alloc_bulk(pool, pkts + out, want) == 0) {
+        allocated = static_cast<uint16_t>(out + want);
+      } else if ((pkts[out] = rte_pktmbuf_alloc(pool)) != nullptr) {
+        allocated = static_cast<uint16_t>(out + 1);  // nearly empty: one at a time
+      } else {
+        pool_empty = true;
+        break;  // the rest stay in the guest's ring
+      }
+    }
     const uint16_t head = ring.avail_head(consumed);
     iov.clear();
     const ChainError error = reader.read(head, ChainAccess::kDeviceReads, iov);
     const uint64_t chain_len = iov.total_len();
+    DropReason drop = DropReason::kCount;
     if (error != ChainError::kNone || chain_len < hdr_size) {
-      ring.put_used(head, 0);
-      ++consumed;
-      stats.count_drop(DropReason::kInvalidDescriptor);
-      continue;
+      drop = DropReason::kInvalidDescriptor;
+    } else if (chain_len - hdr_size < RTE_ETHER_HDR_LEN) {
+      drop = DropReason::kRunt;
+    } else if (chain_len - hdr_size > kMaxFrameLen) {
+      drop = DropReason::kTooLarge;
     }
-    if (chain_len - hdr_size > kMaxFrameLen) {
-      ring.put_used(head, 0);
-      ++consumed;
-      stats.count_drop(DropReason::kTooLarge);
-      continue;
+    if (drop == DropReason::kCount) {
+      const uint32_t pkt_len = static_cast<uint32_t>(chain_len - hdr_size);
+      VirtioNetHdr hdr;
+      IoVecCursor cursor(iov);
+      cursor.read(&hdr, sizeof(hdr));  // legacy and 1.x share these 10 bytes
+      cursor.skip(hdr_size - sizeof(hdr));
+      rte_mbuf* m = pkts[out];
+      const CopyResult copied = copy_chain_to_mbuf(cursor, pkt_len, m, pool);
+      if (copied == CopyResult::kPoolEmpty) {
+        pool_empty = true;
+        break;  // this packet stays in the guest's ring
+      }
+      if (copied == CopyResult::kOk) {
+        apply_guest_tx_offload(hdr, m);
+        ++out;
+        result.bytes += pkt_len;
+        stats.count_packet(pkt_len);
+      } else {
+        rte_pktmbuf_reset(m);  // reused for the next packet
+        drop = DropReason::kTooLarge;
+      }
     }
-    const uint32_t pkt_len = static_cast<uint32_t>(chain_len - hdr_size);
-    VirtioNetHdr hdr;
-    IoVecCursor cursor(iov);
-    cursor.read(&hdr, sizeof(hdr));  // legacy and 1.x share these 10 bytes
-    cursor.skip(hdr_size - sizeof(hdr));
-    rte_mbuf* m = pkts[out];
-    if (!copy_chain_to_mbuf(cursor, pkt_len, m, pool)) {
-      ++stats.mbuf_alloc_failures;
-      break;  // this packet stays in the guest's ring
-    }
-    apply_guest_tx_offload(hdr, m);
-    ring.put_used(head, 0);  // nothing written into a TX buffer
+    if (drop != DropReason::kCount) stats.count_drop(drop);
+    ring.put_used(head, 0);  // nothing is written into a TX buffer
     ++consumed;
-    ++out;
-    result.bytes += pkt_len;
-    stats.count_packet(pkt_len);
     if (result.bytes >= max_bytes) break;
   }
   ring.consume(consumed);
   vq.complete_burst(used_before);
-  if (out < count) rte_pktmbuf_free_bulk(pkts + out, count - out);
+  if (pool_empty) ++stats.mbuf_alloc_failures;
+  if (out < allocated) rte_pktmbuf_free_bulk(pkts + out, allocated - out);
   result.packets = out;
   return result;
 }

@@ -45,7 +45,9 @@ ChainError DescChainReader::read(uint16_t head, ChainAccess access, IoVecList& o
   const VringDesc* table = table_;
   uint32_t table_size = ring_size_;
   uint32_t index = head;
-  uint32_t budget = ring_size_;
+  // Every descriptor visited counts, empty ones too: a legitimate chain never needs more than
+  // the ring size or the scatter list's capacity, and the bound keeps a hostile chain cheap.
+  uint32_t budget = ring_size_ < IoVecList::kCapacity ? ring_size_ : IoVecList::kCapacity;
   bool in_indirect = false;
   const uint16_t want_write = access == ChainAccess::kDeviceWrites ? kVringDescFWrite : 0;
 
@@ -67,9 +69,10 @@ ChainError DescChainReader::read(uint16_t head, ChainAccess access, IoVecList& o
       continue;
     }
     if ((d.flags & kVringDescFWrite) != want_write) return ChainError::kWrongDirection;
-    if (d.len != 0 && !memory_->map(d.addr, d.len, out)) {
-      return out.count() == IoVecList::kCapacity ? ChainError::kTooManySegments
-                                                 : ChainError::kBadAddress;
+    if (d.len != 0) {
+      const GuestMemory::MapResult mapped = memory_->map(d.addr, d.len, out);
+      if (mapped == GuestMemory::MapResult::kUnmapped) return ChainError::kBadAddress;
+      if (mapped == GuestMemory::MapResult::kListFull) return ChainError::kTooManySegments;
     }
     if (!(d.flags & kVringDescFNext)) return ChainError::kNone;
     index = d.next;

@@ -1,9 +1,10 @@
 // Walks one descriptor chain of a split virtqueue into host buffers.
 //
 // The descriptor table is guest memory, changed by the guest at any time: each descriptor is copied
-// once and only the copy is checked and used. A chain is bounded by the ring size (counting the
-// entries of an indirect table too), so loops end; indirect tables must lie in guest memory, hold
-// whole descriptors and not nest; the write-only flag must match the direction.
+// once and only the copy is checked and used. A chain is bounded by the ring size and by
+// IoVecList::kCapacity, counting every descriptor (of an indirect table too, empty ones too), so
+// loops end cheaply; indirect tables must lie in guest memory, hold whole descriptors and not nest;
+// the write-only flag must match the direction.
 #pragma once
 
 #include "vring.h"
@@ -24,7 +25,8 @@ enum class ChainError : uint8_t {
   kNone,
   kBadIndex,               // head or next outside the (indirect) table
   kBadAddress,             // buffer or indirect table not inside guest memory, or wraps
-  kTooLong,                // more descriptors than the ring size: a loop or an oversized chain
+  kTooLong,                // more descriptors than the ring size or IoVecList::kCapacity: a loop
+                           // or an oversized chain
   kTooManySegments,        // more than IoVecList::kCapacity host buffers
   kWrongDirection,         // write-only flag does not match the direction
   kIndirectNotNegotiated,  // VIRTQ_DESC_F_INDIRECT without kRingFIndirectDesc

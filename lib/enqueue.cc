@@ -44,8 +44,8 @@ class RxBufferGatherer {
       const uint16_t id = vq_.ring().avail_head(pos);
       iov.clear();
       if (vq_.chain_reader().read(id, ChainAccess::kDeviceWrites, iov) != ChainError::kNone) {
-        consume_invalid(id);
         ++pos;
+        if (!consume_invalid(id)) posted_ = pos;  // enough for this burst: as if the ring ended
         continue;
       }
       if (iov.total_len() < need) return Outcome::kTooSmall;
@@ -84,8 +84,8 @@ class RxBufferGatherer {
       const uint64_t chain_len = iov.total_len() - before_len;
       if (error != ChainError::kNone || chain_len < hdr_size) {
         iov.truncate(before);
-        consume_invalid(id);
         if (head_count_ > 0) invalid_after_valid = true;
+        if (!consume_invalid(id)) posted_ = walk;  // enough for this burst: as if the ring ended
         continue;
       }
       if (head_count_ == 0) first_valid = static_cast<uint16_t>(walk - 1);
@@ -111,13 +111,20 @@ class RxBufferGatherer {
     return walk;
   }
 
-  void consume_invalid(uint16_t id) {
+  // An invalid chain goes back empty. Counted per chain, not as a packet drop: the packet goes on
+  // to the next chain. Bounded per burst, so a ring full of invalid chains costs one burst a few
+  // thousand descriptor reads at most.
+  bool consume_invalid(uint16_t id) {
     vq_.ring().put_used(id, 0);
-    vq_.stats().count_drop(DropReason::kInvalidDescriptor);
+    ++vq_.stats().invalid_rx_chains;
+    return ++invalid_chains_ < kMaxInvalidChainsPerBurst;
   }
 
+  static constexpr uint32_t kMaxInvalidChainsPerBurst = 32;
+
   VirtQueue& vq_;
-  const uint16_t posted_;
+  uint16_t posted_;
+  uint32_t invalid_chains_ = 0;
   uint32_t head_count_ = 0;
   // Each gathered chain has at least one buffer, so the segment limit bounds the chain count.
   RxHead heads_[IoVecList::kCapacity];
@@ -142,8 +149,10 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
     const rte_mbuf* m = pkts[consumed];
     const uint32_t len = rte_pktmbuf_pkt_len(m);
     GuestRxOffload offload;
-    if (len > kMaxFrameLen || !plan_guest_rx_offload(m, features, &offload)) {
-      stats.count_drop(DropReason::kTooLarge);
+    const DropReason refused =
+        len > kMaxFrameLen ? DropReason::kTooLarge : plan_guest_rx_offload(m, features, &offload);
+    if (refused != DropReason::kCount) {
+      stats.count_drop(refused);
       continue;
     }
     const uint32_t need = hdr_size + len;

@@ -14,19 +14,20 @@ bool GuestMemory::add_region(uint64_t guest_phys_addr, uint64_t size, void* host
   return true;
 }
 
-bool GuestMemory::map_across_regions(uint64_t gpa, uint32_t len, IoVecList& out) const {
-  if (gpa + len < gpa) return false;
+GuestMemory::MapResult GuestMemory::map_across_regions(uint64_t gpa, uint32_t len,
+                                                       IoVecList& out) const {
+  if (gpa + len < gpa) return MapResult::kUnmapped;
   while (len > 0) {
     const GuestRegion* r = find(gpa);
-    if (r == nullptr) return false;
+    if (r == nullptr) return MapResult::kUnmapped;
     const uint64_t offset = gpa - r->guest_phys_addr;
     const uint64_t room = r->size - offset;
     const uint32_t piece = room < len ? static_cast<uint32_t>(room) : len;
-    if (!out.push(r->host_addr + offset, piece)) return false;
+    if (!out.push(r->host_addr + offset, piece)) return MapResult::kListFull;
     gpa += piece;
     len -= piece;
   }
-  return true;
+  return MapResult::kOk;
 }
 
 }  // namespace vqs

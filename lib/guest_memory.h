@@ -39,12 +39,15 @@ class GuestMemory {
     return r->host_addr + offset;
   }
 
-  // Appends [gpa, gpa + len) to `out`, one entry per region it crosses. Fails when any byte is
-  // outside guest memory, the range wraps, or `out` is full; `out` may then hold a partial list.
-  bool map(uint64_t gpa, uint32_t len, IoVecList& out) const {
+  enum class MapResult { kOk, kUnmapped, kListFull };
+
+  // Appends [gpa, gpa + len) to `out`, one entry per region it crosses. kUnmapped when any byte
+  // is outside guest memory or the range wraps, kListFull when `out` has no room; `out` may then
+  // hold a partial list.
+  MapResult map(uint64_t gpa, uint32_t len, IoVecList& out) const {
     uint8_t* host = translate(gpa, len);
-    if (host != nullptr) return out.push(host, len);
-    return map_across_regions(gpa, len, out);
+    if (host == nullptr) return map_across_regions(gpa, len, out);
+    return out.push(host, len) ? MapResult::kOk : MapResult::kListFull;
   }
 
  private:
@@ -55,7 +58,7 @@ class GuestMemory {
     }
     return nullptr;
   }
-  bool map_across_regions(uint64_t gpa, uint32_t len, IoVecList& out) const;
+  MapResult map_across_regions(uint64_t gpa, uint32_t len, IoVecList& out) const;
 
   std::array<GuestRegion, kMaxRegions> regions_{};
   uint32_t count_ = 0;

@@ -16,7 +16,6 @@ struct NetFeatures {
   bool guest_csum = false;  // the guest accepts NEEDS_CSUM / DATA_VALID on receive
   bool guest_tso4 = false;
   bool guest_tso6 = false;
-  bool guest_ufo = false;
   // 12 bytes with VERSION_1 or MRG_RXBUF (struct VirtioNetHdrMrgRxbuf), else the legacy 10.
   uint16_t net_hdr_size = sizeof(VirtioNetHdr);
 
@@ -30,7 +29,6 @@ struct NetFeatures {
     f.guest_csum = has(kNetFGuestCsum);
     f.guest_tso4 = has(kNetFGuestTso4);
     f.guest_tso6 = has(kNetFGuestTso6);
-    f.guest_ufo = has(kNetFGuestUfo);
     f.net_hdr_size =
         (f.version_1 || f.mrg_rxbuf) ? sizeof(VirtioNetHdrMrgRxbuf) : sizeof(VirtioNetHdr);
     return f;

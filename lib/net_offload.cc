@@ -111,34 +111,30 @@ void apply_guest_tx_offload(const VirtioNetHdr& hdr, rte_mbuf* m) {
     if (csum_start == uint32_t{lens.l2_len} + lens.l3_len &&
         is_l4_csum_layout(ptype, hdr.csum_offset)) {
       m->ol_flags |= RTE_MBUF_F_RX_L4_CKSUM_NONE;
-    } else if (field + 2 <= pkt_len && (field - csum_start) % 2 == 0) {
+    } else if (field + 2 <= pkt_len && hdr.csum_offset % 2 == 0) {
       // Tunnel or unknown protocol: complete the partial checksum ourselves. The field holds the
       // guest's pseudo-header sum, so the sum over [csum_start, end) is the whole checksum.
       uint16_t csum = static_cast<uint16_t>(~raw_sum(m, csum_start, pkt_len - csum_start));
       if (csum == 0) csum = 0xffff;
       mbuf_write(m, field, &csum, sizeof(csum));
+    } else {
+      // A request no checksum can satisfy: say so rather than pass a partial sum on as valid.
+      m->ol_flags |= RTE_MBUF_F_RX_L4_CKSUM_BAD;
     }
   }
 
-  if (hdr.gso_type != kNetHdrGsoNone && hdr.gso_size != 0) {
-    const uint32_t l4 = ptype & RTE_PTYPE_L4_MASK;
-    switch (hdr.gso_type & ~kNetHdrGsoEcn) {
-      case kNetHdrGsoTcpv4:
-      case kNetHdrGsoTcpv6:
-        if (l4 != RTE_PTYPE_L4_TCP) return;
-        break;
-      case kNetHdrGsoUdp:
-        if (l4 != RTE_PTYPE_L4_UDP) return;
-        break;
-      default:
-        return;
-    }
+  // TCP segmentation only: we do not offer HOST_UFO/USO, and a UFO datagram is one datagram to
+  // fragment, not segments an application could produce with TSO-like offloads.
+  const uint8_t gso = hdr.gso_type & ~kNetHdrGsoEcn;
+  if ((gso == kNetHdrGsoTcpv4 || gso == kNetHdrGsoTcpv6) && hdr.gso_size != 0 &&
+      (ptype & RTE_PTYPE_L4_MASK) == RTE_PTYPE_L4_TCP) {
     m->ol_flags |= RTE_MBUF_F_RX_LRO | RTE_MBUF_F_RX_L4_CKSUM_NONE;
     m->tso_segsz = hdr.gso_size;
   }
 }
 
-bool plan_guest_rx_offload(const rte_mbuf* m, const NetFeatures& features, GuestRxOffload* out) {
+DropReason plan_guest_rx_offload(const rte_mbuf* m, const NetFeatures& features,
+                                 GuestRxOffload* out) {
   std::memset(&out->hdr, 0, sizeof(out->hdr));
   out->patch_count = 0;
   const uint64_t ol = m->ol_flags;
@@ -149,24 +145,28 @@ bool plan_guest_rx_offload(const rte_mbuf* m, const NetFeatures& features, Guest
   if (l4_request == 0 && seg_request == 0 && !wants_ip_csum) {
     if (features.guest_csum && (ol & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
       out->hdr.flags = kNetHdrFDataValid;
-    return true;
+    return DropReason::kCount;
   }
 
+  // The headers the request names, read whole (l2/l3/l4_len are 7, 9 and 8 bits wide).
   const uint32_t pkt_len = rte_pktmbuf_pkt_len(m);
   const uint32_t l3_off = m->l2_len;
   const uint32_t l4_off = l3_off + m->l3_len;
-  // Enough of the headers to read the IP header and the L4 checksum field.
-  uint8_t copy[256];
-  const uint32_t head_len = RTE_MIN(pkt_len, static_cast<uint32_t>(sizeof(copy)));
+  const uint32_t hdrs_len = l4_off + m->l4_len;
+  uint8_t copy[1024];
+  const uint32_t head_len = RTE_MIN(pkt_len, hdrs_len + 8);  // + the UDP/SCTP field if no l4_len
   const auto* head = static_cast<const uint8_t*>(rte_pktmbuf_read(m, 0, head_len, copy));
-  if (head == nullptr || l4_off > head_len || m->l3_len < sizeof(rte_ipv4_hdr)) return true;
-  const bool ipv4 = (head[l3_off] >> 4) == 4;
+  if (head == nullptr || m->l3_len < sizeof(rte_ipv4_hdr) || l4_off > head_len)
+    return DropReason::kBadOffloadRequest;
+  const uint8_t ip_version = head[l3_off] >> 4;
+  if (ip_version != 4 && ip_version != 6) return DropReason::kBadOffloadRequest;
+  const bool ipv4 = ip_version == 4;
   const auto* ip4 = reinterpret_cast<const rte_ipv4_hdr*>(head + l3_off);
   const auto* ip6 = reinterpret_cast<const rte_ipv6_hdr*>(head + l3_off);
 
   if (wants_ip_csum && ipv4) {
-    // rte_ipv4_cksum reads the options too: sum the header as it is in the packet copy.
-    uint8_t ip_hdr[60];
+    // Summed as the header is in the packet, options included, with the field taken as zero.
+    uint8_t ip_hdr[64];
     const uint32_t ihl = RTE_MIN(static_cast<uint32_t>(m->l3_len), 60u);
     std::memcpy(ip_hdr, head + l3_off, ihl);
     std::memset(ip_hdr + kIpv4CsumOffset, 0, 2);
@@ -178,20 +178,14 @@ bool plan_guest_rx_offload(const rte_mbuf* m, const NetFeatures& features, Guest
   }
 
   if (seg_request != 0) {
-    const uint32_t hdrs_len = l4_off + m->l4_len;
-    const bool needs_segmentation = pkt_len > hdrs_len + m->tso_segsz && m->tso_segsz != 0;
+    const bool needs_segmentation = m->tso_segsz != 0 && pkt_len > hdrs_len + m->tso_segsz;
     if (needs_segmentation) {
-      uint8_t gso_type;
-      bool negotiated;
-      if (seg_request & RTE_MBUF_F_TX_TCP_SEG) {
-        gso_type = ipv4 ? kNetHdrGsoTcpv4 : kNetHdrGsoTcpv6;
-        negotiated = ipv4 ? features.guest_tso4 : features.guest_tso6;
-      } else {
-        gso_type = kNetHdrGsoUdp;
-        negotiated = features.guest_ufo;
-      }
-      if (!negotiated || !features.guest_csum) return false;
-      out->hdr.gso_type = gso_type;
+      // UDP segmentation would need GUEST_USO4/6 (not offered); UFO is another thing.
+      if (seg_request & RTE_MBUF_F_TX_UDP_SEG) return DropReason::kTooLarge;
+      if (m->l4_len < sizeof(rte_tcp_hdr)) return DropReason::kBadOffloadRequest;
+      const bool negotiated = ipv4 ? features.guest_tso4 : features.guest_tso6;
+      if (!negotiated || !features.guest_csum) return DropReason::kTooLarge;
+      out->hdr.gso_type = ipv4 ? kNetHdrGsoTcpv4 : kNetHdrGsoTcpv6;
       out->hdr.gso_size = m->tso_segsz;
       out->hdr.hdr_len = static_cast<uint16_t>(hdrs_len);
     }
@@ -199,7 +193,7 @@ bool plan_guest_rx_offload(const rte_mbuf* m, const NetFeatures& features, Guest
         (seg_request & RTE_MBUF_F_TX_TCP_SEG) ? RTE_MBUF_F_TX_TCP_CKSUM : RTE_MBUF_F_TX_UDP_CKSUM;
   }
 
-  if (l4_request == 0) return true;
+  if (l4_request == 0) return DropReason::kCount;
   uint32_t csum_offset;
   switch (l4_request) {
     case RTE_MBUF_F_TX_TCP_CKSUM:
@@ -212,24 +206,24 @@ bool plan_guest_rx_offload(const rte_mbuf* m, const NetFeatures& features, Guest
       csum_offset = kSctpCsumOffset;
       break;
     default:
-      return true;  // no other L4 checksum offload exists
+      return DropReason::kBadOffloadRequest;
   }
   const uint32_t field = l4_off + csum_offset;
-  if (field + (l4_request == RTE_MBUF_F_TX_SCTP_CKSUM ? 4 : 2) > pkt_len) return true;
+  const uint32_t field_len = l4_request == RTE_MBUF_F_TX_SCTP_CKSUM ? 4 : 2;
+  if (field + field_len > pkt_len) return DropReason::kBadOffloadRequest;
   GuestRxOffload::Patch& p = out->patches[out->patch_count++];
   p.offset = field;
+  p.len = static_cast<uint8_t>(field_len);
 
   if (l4_request == RTE_MBUF_F_TX_SCTP_CKSUM) {
     // CRC32c cannot be expressed as NEEDS_CSUM: always computed here.
     const uint32_t crc = sctp_crc(m, l4_off, pkt_len, field);
-    p.len = 4;
     std::memcpy(p.bytes, &crc, 4);
-    return true;
+    return DropReason::kCount;
   }
-  // With TSO the pseudo-header leaves out the length (as rte_net_intel_cksum_prepare does).
-  const uint64_t phdr_flags = out->hdr.gso_type != kNetHdrGsoNone ? RTE_MBUF_F_TX_TCP_SEG : 0;
-  const uint16_t phdr =
-      ipv4 ? rte_ipv4_phdr_cksum(ip4, phdr_flags) : rte_ipv6_phdr_cksum(ip6, phdr_flags);
+  // The pseudo-header sum with the L4 length, also for GSO: what Linux keeps in a partial
+  // checksum (and what DPDK's virtio PMD restores in its TSO path).
+  const uint16_t phdr = ipv4 ? rte_ipv4_phdr_cksum(ip4, 0) : rte_ipv6_phdr_cksum(ip6, 0);
   uint16_t csum;
   if (features.guest_csum) {
     out->hdr.flags = kNetHdrFNeedsCsum;
@@ -244,9 +238,8 @@ bool plan_guest_rx_offload(const rte_mbuf* m, const NetFeatures& features, Guest
     csum = static_cast<uint16_t>(~fold(sum));
     if (csum == 0 && l4_request == RTE_MBUF_F_TX_UDP_CKSUM) csum = 0xffff;
   }
-  p.len = 2;
   std::memcpy(p.bytes, &csum, 2);
-  return true;
+  return DropReason::kCount;
 }
 
 }  // namespace vqs

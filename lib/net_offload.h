@@ -9,6 +9,10 @@
 // Guest RX (enqueue): the mbuf's tx offload requests become the header. What the guest did not
 // negotiate is done in software (checksums) or refused (segmentation). Checksums are written into
 // the guest's copy, never into the mbuf, which may be shared.
+//
+// TCP segmentation only, both ways: UDP segmentation (RTE_MBUF_F_TX_UDP_SEG) would need the
+// guest's USO features, which we do not offer, and virtio's UFO is IP fragmentation of one
+// datagram, a different thing.
 #pragma once
 
 #include <rte_mbuf.h>
@@ -18,6 +22,7 @@
 
 #include "io_vec.h"
 #include "net_features.h"
+#include "queue_stats.h"
 
 namespace vqs {
 
@@ -36,7 +41,10 @@ struct GuestRxOffload {
   Patch patches[2];
 };
 
-// Fills `out` for `m`. False when the packet needs segmentation that the guest did not negotiate.
-bool plan_guest_rx_offload(const rte_mbuf* m, const NetFeatures& features, GuestRxOffload* out);
+// Fills `out` for `m`. Returns DropReason::kCount when the packet can go to the guest, else why
+// not: kTooLarge when it needs segmentation the guest did not negotiate, kBadOffloadRequest when
+// the mbuf's offload request does not fit its headers.
+DropReason plan_guest_rx_offload(const rte_mbuf* m, const NetFeatures& features,
+                                 GuestRxOffload* out);
 
 }  // namespace vqs

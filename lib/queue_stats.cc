@@ -6,10 +6,14 @@ const char* drop_reason_name(DropReason reason) {
   switch (reason) {
     case DropReason::kInvalidDescriptor:
       return "invalid_descriptor";
-    case DropReason::kNoGuestBuffer:
-      return "no_guest_buffer";
+    case DropReason::kRunt:
+      return "runt";
     case DropReason::kTooLarge:
       return "too_large";
+    case DropReason::kBadOffloadRequest:
+      return "bad_offload_request";
+    case DropReason::kNoGuestBuffer:
+      return "no_guest_buffer";
     case DropReason::kCount:
       break;
   }

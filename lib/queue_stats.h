@@ -7,10 +7,12 @@ namespace vqs {
 
 // Why a packet was lost. Every drop in the datapath is counted under exactly one reason.
 enum class DropReason : uint8_t {
-  kInvalidDescriptor,  // guest chain failed validation; it was consumed with used.len = 0
+  kInvalidDescriptor,  // guest TX chain failed validation; consumed with used.len = 0
+  kRunt,               // guest TX packet shorter than an Ethernet header (as Linux tun drops)
+  kTooLarge,           // larger than the guest's buffers, our frame limit or the mbuf pool, or
+                       // needs segmentation the guest did not negotiate
+  kBadOffloadRequest,  // mbuf asks for an offload its headers do not allow (unparseable)
   kNoGuestBuffer,      // guest RX ring empty (counted by the caller that gives up on the packet)
-  kTooLarge,           // larger than the guest's buffers / our frame limit, or needs an offload
-                       // the guest did not negotiate
   kCount,
 };
 constexpr int kDropReasonCount = static_cast<int>(DropReason::kCount);
@@ -48,12 +50,20 @@ struct alignas(64) QueueStats {
   // mbuf pool empty during guest TX: not a drop, the packets stay in the guest's ring.
   uint64_t mbuf_alloc_failures = 0;
   uint64_t guest_notifications = 0;
+  // Guest RX chains that failed validation, consumed with used.len = 0: not packet drops (the
+  // packet went on to the next chain), but the guest lost a buffer.
+  uint64_t invalid_rx_chains = 0;
   // Times the guest corrupted the ring (avail index ahead by more than the ring size); the queue
   // is then not served until it is restarted.
   uint64_t ring_broken = 0;
 
   void count_drop(DropReason reason, uint64_t n = 1) { drops[static_cast<int>(reason)] += n; }
   uint64_t dropped(DropReason reason) const { return drops[static_cast<int>(reason)]; }
+  uint64_t total_drops() const {
+    uint64_t sum = 0;
+    for (uint64_t d : drops) sum += d;
+    return sum;
+  }
   void count_packet(uint32_t len) {
     ++packets;
     bytes += len;

@@ -53,12 +53,19 @@ TEST_CASE("an empty mbuf pool leaves packets in the guest's ring, counted, none 
   CHECK(dev.dequeue(32, kNoByteLimit, pool).size() == 4);
   dev.free_all();
 
-  SECTION("a large packet that needs more segments than the pool has") {
-    send_n(dev.tx, 1, 20000);  // 10 segments of 2 KiB
+  SECTION("a large packet that needs more segments than the pool has free right now") {
+    rte_mbuf* held[4];  // mbufs in use elsewhere (a NIC's tx ring, say)
+    REQUIRE(rte_pktmbuf_alloc_bulk(pool, held, 4) == 0);
+    send_n(dev.tx, 1, 16000);  // 8 segments: fits the pool, not what is free of it
     CHECK(dev.dequeue(32, kNoByteLimit, pool).empty());
     CHECK(dev.txq.stats().mbuf_alloc_failures == 2);
     CHECK(dev.txq.avail_count() == 1);
-    CHECK(rte_mempool_avail_count(pool) == 8);  // what was taken went back
+    CHECK(rte_mempool_avail_count(pool) == 4);  // what was taken went back
+    rte_pktmbuf_free_bulk(held, 4);
+    const auto got = dev.dequeue(32, kNoByteLimit, pool);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0]->pkt_len == 16000);
+    CHECK(got[0]->nb_segs == 8);
   }
   dev.free_all();
   rte_mempool_free(pool);
@@ -116,4 +123,30 @@ TEST_CASE("guest interrupts after TX completions follow the guest's suppression"
     dev.dequeue();  // 8 -> 12: crosses 10
     CHECK(dev.tx.take_interrupts() == 1);
   }
+}
+
+TEST_CASE("a packet larger than the whole mbuf pool is dropped, not left blocking the ring") {
+  Device dev(kModernFeatures);
+  rte_mempool* pool = small_pool(8);
+  send_n(dev.tx, 1, 30000);  // 15 segments of 2 KiB: more than the pool has
+  send_n(dev.tx, 1, 100);
+  auto got = dev.dequeue(32, kNoByteLimit, pool);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0]->pkt_len == 100);
+  CHECK(dev.txq.stats().dropped(DropReason::kTooLarge) == 1);
+  CHECK(dev.tx.take_used().size() == 2);
+  dev.free_all();
+  CHECK(rte_mempool_avail_count(pool) == 8);
+  rte_mempool_free(pool);
+}
+
+TEST_CASE("a burst cut short by its byte limit takes few mbufs from the pool") {
+  Device dev(kModernFeatures);
+  rte_mempool* pool = small_pool(40);
+  send_n(dev.tx, 200, 1000);
+  // Before: a 200-packet burst allocated 200 mbufs up front and failed on this pool.
+  CHECK(dev.dequeue(200, 1, pool).size() == 1);
+  CHECK(dev.txq.stats().mbuf_alloc_failures == 0);
+  dev.free_all();
+  rte_mempool_free(pool);
 }

@@ -156,18 +156,27 @@ TEST_CASE_METHOD(Fixture, "hostile addresses, indices and directions") {
   CHECK(read(add(a, 8, kVringDescFNext, w)) == ChainError::kWrongDirection);
 }
 
-TEST_CASE("a chain of more buffers than the scatter list holds is rejected") {
+TEST_CASE("chains beyond the scatter list's capacity are rejected") {
   SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};
   SimGuest guest{mem, 2048, 0};
-  const uint64_t a = mem.alloc(4096);
-  const uint32_t n = IoVecList::kCapacity + 1;
-  std::vector<uint16_t> ids;
-  for (uint32_t i = 0; i < n; ++i) ids.push_back(guest.alloc_desc());
-  for (uint32_t i = 0; i < n; ++i)
-    guest.desc(ids[i]) = VringDesc{a + i, 1, uint16_t(i + 1 < n ? kVringDescFNext : 0),
-                                   i + 1 < n ? ids[i + 1] : uint16_t(0)};
+  auto build = [&](uint32_t n, uint64_t addr) {
+    std::vector<uint16_t> ids;
+    for (uint32_t i = 0; i < n; ++i) ids.push_back(guest.alloc_desc());
+    for (uint32_t i = 0; i < n; ++i)
+      guest.desc(ids[i]) = VringDesc{addr, 2, uint16_t(i + 1 < n ? kVringDescFNext : 0),
+                                     i + 1 < n ? ids[i + 1] : uint16_t(0)};
+    return ids[0];
+  };
   IoVecList iov;
   DescChainReader reader(&guest.desc(0), 2048, &mem.table(), false);
-  CHECK(reader.read(ids[0], ChainAccess::kDeviceReads, iov) == ChainError::kTooManySegments);
+  SECTION("more descriptors than the capacity, in a larger ring") {
+    CHECK(reader.read(build(IoVecList::kCapacity + 1, mem.alloc(64)), ChainAccess::kDeviceReads,
+                      iov) == ChainError::kTooLong);
+  }
+  SECTION("fewer descriptors, but each split over two regions") {
+    const uint64_t across = mem.alloc_across_boundary(2, 1);
+    CHECK(reader.read(build(600, across), ChainAccess::kDeviceReads, iov) ==
+          ChainError::kTooManySegments);
+  }
   CHECK(chain_error_name(ChainError::kTooManySegments) == std::string("too_many_segments"));
 }

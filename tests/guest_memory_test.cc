@@ -46,7 +46,7 @@ TEST_CASE("map splits a buffer over adjacent regions and fails on gaps") {
   REQUIRE(mem.add_region(0x11000, 0x1000, b.data()));
   REQUIRE(mem.add_region(0x20000, 0x1000, c.data()));
   IoVecList iov;
-  REQUIRE(mem.map(0x10f00, 0x200, iov));
+  REQUIRE(mem.map(0x10f00, 0x200, iov) == GuestMemory::MapResult::kOk);
   REQUIRE(iov.count() == 2);
   CHECK(iov[0].base == a.data() + 0xf00);
   CHECK(iov[0].len == 0x100);
@@ -55,13 +55,14 @@ TEST_CASE("map splits a buffer over adjacent regions and fails on gaps") {
   CHECK(iov.total_len() == 0x200);
 
   iov.clear();
-  CHECK_FALSE(mem.map(0x11f00, 0x200, iov));  // runs into the gap after region 1
+  CHECK(mem.map(0x11f00, 0x200, iov) ==
+        GuestMemory::MapResult::kUnmapped);  // runs into the gap after region 1
   iov.clear();
-  CHECK_FALSE(mem.map(0x1ff00, 0x200, iov));  // starts in the gap
+  CHECK(mem.map(0x1ff00, 0x200, iov) == GuestMemory::MapResult::kUnmapped);  // starts in the gap
   iov.clear();
-  CHECK_FALSE(mem.map(UINT64_MAX - 0x10, 0x100, iov));  // wraps
+  CHECK(mem.map(UINT64_MAX - 0x10, 0x100, iov) == GuestMemory::MapResult::kUnmapped);  // wraps
   iov.clear();
-  CHECK(mem.map(0x20000, 0x1000, iov));
+  CHECK(mem.map(0x20000, 0x1000, iov) == GuestMemory::MapResult::kOk);
 }
 
 TEST_CASE("map fails when the scatter list is full") {
@@ -71,7 +72,7 @@ TEST_CASE("map fails when the scatter list is full") {
   REQUIRE(mem.add_region(0x11000, 0x1000, b.data()));
   IoVecList iov;
   for (uint32_t i = 0; i + 1 < IoVecList::kCapacity; ++i) REQUIRE(iov.push(a.data(), 1));
-  CHECK_FALSE(mem.map(0x10f00, 0x200, iov));  // needs two entries, one left
+  CHECK(mem.map(0x10f00, 0x200, iov) == GuestMemory::MapResult::kListFull);  // one left
   CHECK(iov.count() == IoVecList::kCapacity);
   iov.truncate(3);
   CHECK(iov.count() == 3);

@@ -119,7 +119,7 @@ SimPacket guest_receives(Device& dev, rte_mbuf* m) {
 }
 
 constexpr uint64_t kGuestOffloads = kModernFeatures | bit(kNetFMrgRxbuf) | bit(kNetFGuestCsum) |
-                                    bit(kNetFGuestTso4) | bit(kNetFGuestTso6) | bit(kNetFGuestUfo);
+                                    bit(kNetFGuestTso4) | bit(kNetFGuestTso6);
 constexpr uint64_t kNoGuestOffloads = kModernFeatures | bit(kNetFMrgRxbuf);
 
 }  // namespace
@@ -193,7 +193,7 @@ TEST_CASE("guest TX: GSO becomes RX_LRO with tso_segsz, when the header matches 
   } cases[] = {{kNetHdrGsoTcpv4, 4, L4::kTcp, true},
                {kNetHdrGsoTcpv6, 6, L4::kTcp, true},
                {kNetHdrGsoTcpv4 | kNetHdrGsoEcn, 4, L4::kTcp, true},
-               {kNetHdrGsoUdp, 4, L4::kUdp, true},
+               {kNetHdrGsoUdp, 4, L4::kUdp, false},  // UFO: not offered, not mapped
                {kNetHdrGsoTcpv4, 4, L4::kUdp, false},
                {0x33, 4, L4::kTcp, false}};
   for (const auto& c : cases) {
@@ -338,7 +338,7 @@ TEST_CASE("guest RX: a TSO request that fits one segment needs no GSO") {
   CHECK(l4_checksum_ok(got.data, 4));
 }
 
-TEST_CASE("guest RX: UDP segmentation becomes GSO_UDP with UFO") {
+TEST_CASE("guest RX: UDP segmentation cannot be delivered (no USO) and is dropped as too large") {
   Device dev(kGuestOffloads);
   rte_mbuf* m = make_mbuf(build_frame(4, L4::kUdp, 6000));
   m->l2_len = 14;
@@ -346,10 +346,62 @@ TEST_CASE("guest RX: UDP segmentation becomes GSO_UDP with UFO") {
   m->l4_len = 8;
   m->tso_segsz = 1472;
   m->ol_flags = RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_UDP_SEG;
+  dev.rx.post_rx(64, 1536);
+  CHECK(dev.enqueue({m}) == 1);
+  CHECK(dev.rx.receive().empty());
+  CHECK(dev.rxq.stats().dropped(DropReason::kTooLarge) == 1);
+}
+
+TEST_CASE("guest RX: GSO carries the full pseudo-header sum, as Linux expects of a partial csum") {
+  Device dev(kGuestOffloads);
+  rte_mbuf* m = make_mbuf(build_frame(4, L4::kTcp, 8000));
+  m->l2_len = 14;
+  m->l3_len = 20;
+  m->l4_len = 20;
+  m->tso_segsz = 1448;
+  m->ol_flags = RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_SEG;
   const SimPacket got = guest_receives(dev, m);
-  CHECK(got.hdr.hdr.gso_type == kNetHdrGsoUdp);
-  CHECK(got.hdr.hdr.gso_size == 1472);
-  CHECK(got.hdr.hdr.csum_offset == 6);
+  REQUIRE(got.hdr.hdr.gso_type == kNetHdrGsoTcpv4);
+  // Completing the partial checksum over the whole packet gives a valid checksum.
+  auto data = got.data;
+  uint32_t sum = sum16(data.data() + 34, data.size() - 34);
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  const uint16_t csum = static_cast<uint16_t>(~sum);
+  data[50] = static_cast<uint8_t>(csum >> 8);
+  data[51] = static_cast<uint8_t>(csum);
+  CHECK(l4_checksum_ok(data, 4));
+}
+
+TEST_CASE("guest RX: offload requests that do not fit the headers are dropped, counted") {
+  Device dev(kGuestOffloads);
+  dev.rx.post_rx(64, 1536);
+  auto request = [](uint64_t flags, uint8_t l3_len, uint8_t l4_len) {
+    rte_mbuf* m = make_mbuf(build_frame(4, L4::kTcp, 8000));
+    m->l2_len = 14;
+    m->l3_len = l3_len;
+    m->l4_len = l4_len;
+    m->tso_segsz = 1448;
+    m->ol_flags = RTE_MBUF_F_TX_IPV4 | flags;
+    return m;
+  };
+  CHECK(dev.enqueue({request(RTE_MBUF_F_TX_TCP_SEG, 0, 20),  // no L3 length
+                     request(RTE_MBUF_F_TX_TCP_SEG, 20, 0),  // no L4 length
+                     request(RTE_MBUF_F_TX_TCP_CKSUM, 8, 20)}) == 3);
+  CHECK(dev.rxq.stats().dropped(DropReason::kBadOffloadRequest) == 3);
+  CHECK(dev.rx.receive().empty());
+}
+
+TEST_CASE("guest TX: a checksum request at an odd offset is flagged bad, not passed on") {
+  Device dev(kModernFeatures);
+  auto frame = build_frame(4, L4::kUdp, 200);
+  frame[12] = 0x88;  // an EtherType we do not parse
+  frame[13] = 0xb5;
+  VirtioNetHdr hdr{};
+  hdr.flags = kNetHdrFNeedsCsum;
+  hdr.csum_start = 34;
+  hdr.csum_offset = 7;
+  rte_mbuf* m = guest_sends(dev, frame, hdr);
+  CHECK((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_BAD);
 }
 
 TEST_CASE("guest RX: a verified checksum becomes DATA_VALID for a GUEST_CSUM guest") {

@@ -66,9 +66,7 @@ LoopResult run_loop(rte_mempool* pool, uint32_t frame_len, double seconds) {
       "  %5u B: %8.3f Mpps  guest TX %lu pkts %lu B, guest RX %lu pkts %lu B, "
       "drops %lu, mismatches %lu\n",
       frame_len, result.packets / result.seconds / 1e6, ts.packets, ts.bytes, rs.packets, rs.bytes,
-      ts.dropped(DropReason::kInvalidDescriptor) + ts.dropped(DropReason::kTooLarge) +
-          rs.dropped(DropReason::kInvalidDescriptor) + rs.dropped(DropReason::kTooLarge),
-      result.mismatches);
+      ts.total_drops() + rs.total_drops(), result.mismatches);
   return result;
 }
 

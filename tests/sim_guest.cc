@@ -53,13 +53,15 @@ uint64_t SimMemory::alloc_across_boundary(uint64_t len, uint64_t before_end) {
 
 void SimMemory::write(uint64_t gpa, const void* src, uint64_t len) {
   IoVecList iov;
-  check(table_.map(gpa, static_cast<uint32_t>(len), iov), "write outside guest memory");
+  check(table_.map(gpa, static_cast<uint32_t>(len), iov) == GuestMemory::MapResult::kOk,
+        "write outside guest memory");
   IoVecCursor(iov).write(src, static_cast<uint32_t>(len));
 }
 
 void SimMemory::read(uint64_t gpa, void* dst, uint64_t len) const {
   IoVecList iov;
-  check(table_.map(gpa, static_cast<uint32_t>(len), iov), "read outside guest memory");
+  check(table_.map(gpa, static_cast<uint32_t>(len), iov) == GuestMemory::MapResult::kOk,
+        "read outside guest memory");
   IoVecCursor(iov).read(dst, static_cast<uint32_t>(len));
 }
 

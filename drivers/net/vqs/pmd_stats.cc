@@ -18,7 +18,11 @@ constexpr Counter kCounters[] = {
     {"good_bytes", [](const QueueStats& s) { return s.bytes; }},
     {"invalid_descriptor_drops",
      [](const QueueStats& s) { return s.dropped(DropReason::kInvalidDescriptor); }},
+    {"runt_drops", [](const QueueStats& s) { return s.dropped(DropReason::kRunt); }},
     {"too_large_drops", [](const QueueStats& s) { return s.dropped(DropReason::kTooLarge); }},
+    {"bad_offload_request_drops",
+     [](const QueueStats& s) { return s.dropped(DropReason::kBadOffloadRequest); }},
+    {"invalid_rx_chains", [](const QueueStats& s) { return s.invalid_rx_chains; }},
     {"mbuf_alloc_failures", [](const QueueStats& s) { return s.mbuf_alloc_failures; }},
     {"guest_notifications", [](const QueueStats& s) { return s.guest_notifications; }},
     {"ring_broken", [](const QueueStats& s) { return s.ring_broken; }},
@@ -41,10 +45,6 @@ void for_each_xstat(rte_eth_dev* dev, Fn&& fn) {
   for (uint16_t q = 0; q < dev->data->nb_tx_queues; ++q) queue("tx", q, tx_vring(q));
 }
 
-uint64_t drops(const QueueStats& s) {
-  return s.dropped(DropReason::kInvalidDescriptor) + s.dropped(DropReason::kTooLarge);
-}
-
 unsigned xstat_count(rte_eth_dev* dev) {
   return (dev->data->nb_rx_queues + dev->data->nb_tx_queues) * kPerQueue;
 }
@@ -60,12 +60,12 @@ int pmd_stats_get(rte_eth_dev* dev, rte_eth_stats* stats) {
     const uint64_t packets = now.packets - base.packets, bytes = now.bytes - base.bytes;
     stats->ipackets += packets;
     stats->ibytes += bytes;
-    stats->ierrors += drops(now) - drops(base);
+    stats->ierrors += now.total_drops() - base.total_drops();
     stats->rx_nombuf += now.mbuf_alloc_failures - base.mbuf_alloc_failures;
     if (q < RTE_ETHDEV_QUEUE_STAT_CNTRS) {
       stats->q_ipackets[q] = packets;
       stats->q_ibytes[q] = bytes;
-      stats->q_errors[q] = drops(now) - drops(base);
+      stats->q_errors[q] = now.total_drops() - base.total_drops();
     }
   }
   for (uint16_t q = 0; q < dev->data->nb_tx_queues; ++q) {
@@ -74,7 +74,7 @@ int pmd_stats_get(rte_eth_dev* dev, rte_eth_stats* stats) {
     const uint64_t packets = now.packets - base.packets, bytes = now.bytes - base.bytes;
     stats->opackets += packets;
     stats->obytes += bytes;
-    stats->oerrors += drops(now) - drops(base);
+    stats->oerrors += now.total_drops() - base.total_drops();
     if (q < RTE_ETHDEV_QUEUE_STAT_CNTRS) {
       stats->q_opackets[q] = packets;
       stats->q_obytes[q] = bytes;

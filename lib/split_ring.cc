@@ -1,5 +1,7 @@
 #include "split_ring.h"
 
+#include <cstring>
+
 namespace vqs {
 
 bool SplitRing::attach(const SplitRingAddrs& addrs, uint16_t last_avail_idx, uint16_t last_used_idx,
@@ -11,6 +13,7 @@ bool SplitRing::attach(const SplitRingAddrs& addrs, uint16_t last_avail_idx, uin
   mask_ = static_cast<uint16_t>(size - 1);
   last_avail_ = last_avail_idx;
   last_used_ = last_used_idx;
+  shadow_count_ = 0;
   signalled_used_ = last_used_idx;
   signalled_used_valid_ = false;
   event_idx_ = event_idx;
@@ -18,6 +21,18 @@ bool SplitRing::attach(const SplitRingAddrs& addrs, uint16_t last_avail_idx, uin
   kicks_enabled_ = true;  // so that the call below writes the suppression state
   set_kicks_enabled(false);
   return true;
+}
+
+void SplitRing::flush_shadow() {
+  if (shadow_count_ == 0) return;
+  // The shadow holds the entries just before last_used_; copy them in at most two pieces.
+  const uint16_t first = static_cast<uint16_t>(last_used_ - shadow_count_) & mask_;
+  const uint16_t until_end = static_cast<uint16_t>(addrs_.size - first);
+  const uint16_t head = shadow_count_ < until_end ? shadow_count_ : until_end;
+  std::memcpy(&addrs_.used->ring[first], shadow_, head * sizeof(VringUsedElem));
+  std::memcpy(&addrs_.used->ring[0], shadow_ + head,
+              (shadow_count_ - head) * sizeof(VringUsedElem));
+  shadow_count_ = 0;
 }
 
 bool SplitRing::guest_wants_interrupt() {

@@ -67,6 +67,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
   if (count > max_packets) count = max_packets;
   if (count == 0) return result;
 
+  vq.prefetch_chains(count);
   QueueStats& stats = vq.stats();
   const uint16_t used_before = ring.last_used_idx();
   const uint32_t hdr_size = vq.features().net_hdr_size;

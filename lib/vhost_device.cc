@@ -1,7 +1,10 @@
 #include "vhost_device.h"
 
+#include <poll.h>
 #include <rte_log.h>
 #include <rte_vhost.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -375,16 +378,59 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
   setup.features = negotiated_features();
   setup.memory = &memory_;
   setup.callfd = vr.callfd;
-  if (!vrings_[index].queue.start(setup)) {
+  Vring& v = vrings_[index];
+  if (!v.queue.start(setup)) {
     VQS_LOG(ERR, "%s: vring %u: unusable ring (size %u)", path().c_str(), index, vr.size);
     return false;
   }
+  // The gate is closed: the ring is ours to set up as the owner last asked.
+  if (v.kicks_armed.load()) v.queue.ring().set_kicks_enabled(true);
+  v.kickfd = vr.kickfd;
+  watch_kickfd_locked(v, true);
+  return true;
+}
+
+void VhostDevice::watch_kickfd_locked(Vring& v, bool watch) {
+  if (v.waiter_epfd < 0 || v.kickfd < 0) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = v.kickfd;
+  epoll_ctl(v.waiter_epfd, watch ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, v.kickfd, &ev);
+  // The sleeper polls once on waking: a guest that arrived or left is a reason to look.
+  if (!watch) return;
+  eventfd_write(v.kickfd, 1);
+}
+
+void VhostDevice::set_kick_waiter(uint16_t vring, int epoll_fd) {
+  std::lock_guard lock(mutex_);
+  Vring& v = vrings_[vring];
+  if (v.started) watch_kickfd_locked(v, false);
+  v.waiter_epfd = epoll_fd;
+  if (v.started) watch_kickfd_locked(v, true);
+}
+
+bool VhostDevice::arm_kicks(uint16_t vring, bool armed) {
+  Vring& v = vrings_[vring];
+  v.kicks_armed.store(armed);
+  VirtQueue* q = enter(vring);
+  if (q == nullptr) return false;
+  q->ring().set_kicks_enabled(armed);
+  if (armed && v.kickfd >= 0) {
+    // Drain, without blocking on an fd whose flags are the frontend's: poll first.
+    pollfd p{v.kickfd, POLLIN, 0};
+    eventfd_t ignored;
+    if (poll(&p, 1, 0) == 1) (void)eventfd_read(v.kickfd, &ignored);
+    if (q->avail_count() > 0) (void)eventfd_write(v.kickfd, 1);
+  }
+  leave(vring);
   return true;
 }
 
 void VhostDevice::stop_vring_locked(uint16_t index) {
   Vring& v = vrings_[index];
   v.gate.close();
+  watch_kickfd_locked(v, false);
+  v.kickfd = -1;
   // GET_VRING_BASE replies with librte_vhost's copy of the indices: keep it current.
   const SplitRing& ring = v.queue.ring();
   rte_vhost_set_vring_base(vid_, index, ring.last_avail_idx(), ring.last_used_idx());

@@ -74,6 +74,16 @@ class VhostDevice {
   }
   void leave(uint16_t vring) { vrings_[vring].gate.leave(); }
 
+  // Guest kicks as a wake-up source (rx interrupts). The owner hands us an epoll fd per vring
+  // that stays the same for the application; we keep the vring's current kickfd registered in it
+  // as guests come, go and change fds (-1: none). Control plane.
+  void set_kick_waiter(uint16_t vring, int epoll_fd);
+  // Datapath, by the lcore that polls the vring: ask the guest to kick (before sleeping) or not.
+  // Arming drains the kickfd and, if the guest posted before it could see the change, kicks
+  // ourselves so that the sleeper wakes at once. Remembered across guest reconnects. Returns false
+  // when no guest is attached now.
+  bool arm_kicks(uint16_t vring, bool armed);
+
   // Counters of a vring, kept across guest reconnects. Read from any thread (monitoring): the
   // values may be a burst old.
   const QueueStats& stats(uint16_t vring) const { return vrings_[vring].queue.stats(); }
@@ -94,6 +104,9 @@ class VhostDevice {
     VirtQueue queue;
     bool enabled = false;  // by the guest (SET_VRING_ENABLE / ready)
     bool started = false;  // our VirtQueue attached to the guest's ring
+    int kickfd = -1;       // the guest's, while started
+    int waiter_epfd = -1;  // the owner's epoll fd that kickfd is registered in
+    std::atomic<bool> kicks_armed{false};
   };
 
   explicit VhostDevice(const VhostDeviceOptions& options, Listener* listener);
@@ -102,6 +115,7 @@ class VhostDevice {
   bool start_vring_locked(uint16_t index);
   void stop_vring_locked(uint16_t index);
   bool load_memory_locked();
+  void watch_kickfd_locked(Vring& v, bool watch);
 
   const VhostDeviceOptions options_;
   Listener* const listener_;

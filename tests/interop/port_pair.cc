@@ -28,7 +28,8 @@ rte_mempool* interop_pool() {
 }
 
 uint16_t start_vdev_port(const std::string& name, const std::string& args, uint16_t queues,
-                         uint64_t rx_offloads, uint64_t tx_offloads, uint16_t mtu) {
+                         uint64_t rx_offloads, uint64_t tx_offloads, uint16_t mtu,
+                         bool rx_interrupts) {
   INFO("vdev " << name << "," << args);
   REQUIRE(rte_vdev_init(name.c_str(), args.c_str()) == 0);
   uint16_t port = 0;
@@ -37,6 +38,7 @@ uint16_t start_vdev_port(const std::string& name, const std::string& args, uint1
   REQUIRE(rte_eth_dev_info_get(port, &info) == 0);
   rte_eth_conf conf{};
   conf.rxmode.mtu = mtu;
+  conf.intr_conf.rxq = rx_interrupts ? 1 : 0;
   // Scattered rx and multi-segment tx where the driver has them (virtio without mergeable
   // buffers has no scattered rx).
   conf.rxmode.offloads = rx_offloads | (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER);
@@ -67,7 +69,7 @@ bool wait_link(uint16_t port, bool up, int timeout_ms) {
   return false;
 }
 
-HostPort::HostPort(uint16_t queues, const std::string& extra_args) {
+HostPort::HostPort(uint16_t queues, const std::string& extra_args, bool rx_interrupts) {
   const int serial = next_serial++;
   name_ = "net_vqs" + std::to_string(serial);
   socket_ = run_dir() + "/vhost" + std::to_string(serial) + ".sock";
@@ -76,7 +78,7 @@ HostPort::HostPort(uint16_t queues, const std::string& extra_args) {
   port_ = start_vdev_port(
       name_, args, queues, 0,
       RTE_ETH_TX_OFFLOAD_TCP_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM | RTE_ETH_TX_OFFLOAD_IPV4_CKSUM,
-      9000);
+      9000, rx_interrupts);
 }
 
 HostPort::~HostPort() { stop_vdev_port(port_, name_); }

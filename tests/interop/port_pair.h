@@ -22,13 +22,14 @@ struct GuestOptions {
 
 // Creates (and starts) an ethdev from a vdev string; returns its port id.
 uint16_t start_vdev_port(const std::string& name, const std::string& args, uint16_t queues,
-                         uint64_t rx_offloads, uint64_t tx_offloads, uint16_t mtu);
+                         uint64_t rx_offloads, uint64_t tx_offloads, uint16_t mtu,
+                         bool rx_interrupts = false);
 void stop_vdev_port(uint16_t port, const std::string& name);
 bool wait_link(uint16_t port, bool up, int timeout_ms = 5000);
 
 class HostPort {
  public:
-  HostPort(uint16_t queues, const std::string& extra_args = "");
+  HostPort(uint16_t queues, const std::string& extra_args = "", bool rx_interrupts = false);
   ~HostPort();
   uint16_t port() const { return port_; }
   const std::string& socket() const { return socket_; }

@@ -1,5 +1,8 @@
 // eth_dev_ops of net_vqs: configuration, queues, start/stop, link, offload capabilities.
+#include <rte_interrupts.h>
 #include <rte_malloc.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include "pmd_port.h"
 #include "virtqueue.h"
@@ -85,7 +88,63 @@ int link_update(rte_eth_dev* dev, int) {
   return rte_eth_linkstatus_set(dev, &link);
 }
 
+// Rx interrupts: one epoll fd per rx queue, which the application registers once; VhostDevice
+// keeps the current guest's kickfd in it, so a guest that reconnects (new kickfd) still wakes it.
+void uninstall_rx_interrupts(rte_eth_dev* dev) {
+  rte_intr_handle* handle = dev->intr_handle;
+  if (handle == nullptr) return;
+  VhostDevice* device = pmd_port(dev)->device();
+  for (int q = 0; q < rte_intr_nb_efd_get(handle); ++q) {
+    if (device != nullptr) device->set_kick_waiter(rx_vring(q), -1);
+    const int fd = rte_intr_efds_index_get(handle, q);
+    if (fd >= 0) close(fd);
+  }
+  rte_intr_vec_list_free(handle);
+  rte_intr_instance_free(handle);
+  dev->intr_handle = nullptr;
+}
+
+int install_rx_interrupts(rte_eth_dev* dev) {
+  const uint16_t queues = dev->data->nb_rx_queues;
+  rte_intr_handle* handle = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
+  if (handle == nullptr) return -ENOMEM;
+  dev->intr_handle = handle;
+  // Counter size 0: EAL must not read from our epoll fds when they fire.
+  if (rte_intr_type_set(handle, RTE_INTR_HANDLE_VDEV) != 0 ||
+      rte_intr_efd_counter_size_set(handle, 0) != 0 ||
+      rte_intr_vec_list_alloc(handle, nullptr, queues) != 0 ||
+      rte_intr_nb_efd_set(handle, queues) != 0 || rte_intr_max_intr_set(handle, queues + 1) != 0) {
+    uninstall_rx_interrupts(dev);
+    return -ENOMEM;
+  }
+  for (uint16_t q = 0; q < queues; ++q) {
+    const int epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (epfd < 0 || rte_intr_efds_index_set(handle, q, epfd) != 0 ||
+        rte_intr_vec_list_index_set(handle, q, RTE_INTR_VEC_RXTX_OFFSET + q) != 0) {
+      if (epfd >= 0) close(epfd);
+      uninstall_rx_interrupts(dev);
+      return -errno;
+    }
+    pmd_port(dev)->device()->set_kick_waiter(rx_vring(q), epfd);
+  }
+  return 0;
+}
+
+int rx_queue_intr_enable(rte_eth_dev* dev, uint16_t queue) {
+  pmd_port(dev)->device()->arm_kicks(rx_vring(queue), true);
+  return 0;
+}
+
+int rx_queue_intr_disable(rte_eth_dev* dev, uint16_t queue) {
+  pmd_port(dev)->device()->arm_kicks(rx_vring(queue), false);
+  return 0;
+}
+
 int dev_start(rte_eth_dev* dev) {
+  if (dev->data->dev_conf.intr_conf.rxq && dev->intr_handle == nullptr) {
+    const int ret = install_rx_interrupts(dev);
+    if (ret != 0) return ret;
+  }
   pmd_port(dev)->device()->set_datapath_enabled(true);
   for (uint16_t i = 0; i < dev->data->nb_rx_queues; ++i)
     dev->data->rx_queue_state[i] = RTE_ETH_QUEUE_STATE_STARTED;
@@ -113,6 +172,7 @@ int dev_close(rte_eth_dev* dev) {
   PmdPort* port = pmd_port(dev);
   if (port == nullptr) return 0;
   if (dev->data->dev_started) dev_stop(dev);
+  uninstall_rx_interrupts(dev);
   port->close_device();  // unregisters the socket: the guest sees the backend go away
   for (uint16_t i = 0; i < dev->data->nb_rx_queues; ++i) rx_queue_release(dev, i);
   for (uint16_t i = 0; i < dev->data->nb_tx_queues; ++i) tx_queue_release(dev, i);
@@ -162,6 +222,8 @@ const eth_dev_ops kPmdOps = [] {
   ops.tx_queue_setup = tx_queue_setup;
   ops.rx_queue_release = rx_queue_release;
   ops.tx_queue_release = tx_queue_release;
+  ops.rx_queue_intr_enable = rx_queue_intr_enable;
+  ops.rx_queue_intr_disable = rx_queue_intr_disable;
   return ops;
 }();
 

@@ -2,6 +2,8 @@
 
 #include <rte_ether.h>
 
+#include <cstring>
+
 #include "net_offload.h"
 #include "virtio_net_hdr.h"
 
@@ -90,6 +92,27 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
       }
     }
     const uint16_t head = ring.avail_head(consumed);
+    rte_mbuf* m = pkts[out];
+    // Fast path: one descriptor holding header and packet, the packet fitting one mbuf.
+    uint32_t single_len = 0;
+    const uint8_t* single = reader.single_buffer(head, ChainAccess::kDeviceReads, &single_len);
+    if (single != nullptr && single_len >= hdr_size + RTE_ETHER_HDR_LEN &&
+        single_len - hdr_size <= rte_pktmbuf_tailroom(m)) {
+      const uint32_t pkt_len = single_len - hdr_size;
+      VirtioNetHdr hdr;
+      std::memcpy(&hdr, single, sizeof(hdr));
+      std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), single + hdr_size, pkt_len);
+      m->data_len = static_cast<uint16_t>(pkt_len);
+      m->pkt_len = pkt_len;
+      if (hdr.flags != 0 || hdr.gso_type != kNetHdrGsoNone) apply_guest_tx_offload(hdr, m);
+      ring.put_used(head, 0);
+      ++consumed;
+      ++out;
+      result.bytes += pkt_len;
+      stats.count_packet(pkt_len);
+      if (result.bytes >= max_bytes) break;
+      continue;
+    }
     iov.clear();
     const ChainError error = reader.read(head, ChainAccess::kDeviceReads, iov);
     const uint64_t chain_len = iov.total_len();
@@ -107,7 +130,6 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
       IoVecCursor cursor(iov);
       cursor.read(&hdr, sizeof(hdr));  // legacy and 1.x share these 10 bytes
       cursor.skip(hdr_size - sizeof(hdr));
-      rte_mbuf* m = pkts[out];
       const CopyResult copied = copy_chain_to_mbuf(cursor, pkt_len, m, pool);
       if (copied == CopyResult::kPoolEmpty) {
         pool_empty = true;

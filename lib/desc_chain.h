@@ -10,6 +10,7 @@
 #include "vring.h"
 
 #include <cstdint>
+#include <cstring>
 
 #include "guest_memory.h"
 #include "io_vec.h"
@@ -50,6 +51,20 @@ class DescChainReader {
   // Appends the chain's buffers to `out`, in order. On error `out` holds a partial chain: callers
   // truncate it back.
   ChainError read(uint16_t head, ChainAccess access, IoVecList& out) const;
+
+  // The common case, checked quickly: a chain of one descriptor (no NEXT, no INDIRECT) in the
+  // given direction, non-empty and whole inside one guest region. Its buffer, or nullptr when the
+  // chain is anything else — then read() decides. Never accepts what read() would reject.
+  uint8_t* single_buffer(uint16_t head, ChainAccess access, uint32_t* len) const {
+    if (head >= ring_size_) return nullptr;
+    VringDesc d;
+    std::memcpy(&d, &table_[head], sizeof(d));
+    asm volatile("" ::: "memory");  // one read of guest memory: use only the copy
+    const uint16_t want = access == ChainAccess::kDeviceWrites ? kVringDescFWrite : 0;
+    if (d.flags != want || d.len == 0) return nullptr;
+    *len = d.len;
+    return memory_->translate(d.addr, d.len);
+  }
 
   // Cache hint for the first buffer of a chain, before it is read for real: guest-written lines
   // then arrive together for a whole burst. Only a hint: anything odd is skipped.

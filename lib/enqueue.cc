@@ -4,6 +4,8 @@
 
 #include <rte_prefetch.h>
 
+#include <cstring>
+
 #include "net_offload.h"
 
 namespace vqs {
@@ -151,10 +153,33 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
   // packet's data one packet ahead.
   for (uint16_t i = 0; i < count; ++i) rte_prefetch0(pkts[i]);
   vq.prefetch_chains(posted < count ? posted : count);
+  const DescChainReader& reader = vq.chain_reader();
+  // Offload requests that need plan_guest_rx_offload(); anything else gets a zero header.
+  const uint64_t offload_mask = RTE_MBUF_F_TX_L4_MASK | RTE_MBUF_F_TX_IP_CKSUM |
+                                RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_UDP_SEG |
+                                (features.guest_csum ? RTE_MBUF_F_RX_L4_CKSUM_MASK : 0);
   for (; consumed < count; ++consumed) {
     const rte_mbuf* m = pkts[consumed];
     if (consumed + 1 < count) rte_prefetch0(rte_pktmbuf_mtod(pkts[consumed + 1], const void*));
     const uint32_t len = rte_pktmbuf_pkt_len(m);
+    // Fast path: a one-segment packet without offload requests into a one-descriptor chain that
+    // holds it whole (with or without mergeable buffers, what the slow path would do too).
+    if (pos < posted && m->nb_segs == 1 && (m->ol_flags & offload_mask) == 0) {
+      const uint16_t id = ring.avail_head(pos);
+      uint32_t buf_len = 0;
+      uint8_t* buf = reader.single_buffer(id, ChainAccess::kDeviceWrites, &buf_len);
+      if (buf != nullptr && buf_len >= hdr_size + len) {
+        VirtioNetHdrMrgRxbuf hdr{};
+        hdr.num_buffers = 1;
+        std::memcpy(buf, &hdr, hdr_size);
+        std::memcpy(buf + hdr_size, rte_pktmbuf_mtod(m, const uint8_t*), len);
+        ring.put_used(id, hdr_size + len);
+        ++pos;
+        result.bytes += len;
+        stats.count_packet(len);
+        continue;
+      }
+    }
     GuestRxOffload offload;
     const DropReason refused =
         len > kMaxFrameLen ? DropReason::kTooLarge : plan_guest_rx_offload(m, features, &offload);

@@ -180,3 +180,27 @@ TEST_CASE("chains beyond the scatter list's capacity are rejected") {
   }
   CHECK(chain_error_name(ChainError::kTooManySegments) == std::string("too_many_segments"));
 }
+
+TEST_CASE_METHOD(Fixture, "single_buffer takes only a plain one-descriptor chain in one region") {
+  const uint64_t a = mem.alloc(256);
+  uint32_t len = 0;
+  const DescChainReader r = reader();
+  CHECK(r.single_buffer(add(a, 256, 0), ChainAccess::kDeviceReads, &len) == mem.host(a, 256));
+  CHECK(len == 256);
+  CHECK(r.single_buffer(add(a, 256, kVringDescFWrite), ChainAccess::kDeviceWrites, &len) !=
+        nullptr);
+  // Everything else is left to read(), which has the whole rule set.
+  CHECK(r.single_buffer(add(a, 256, kVringDescFWrite), ChainAccess::kDeviceReads, &len) == nullptr);
+  CHECK(r.single_buffer(add(a, 256, 0), ChainAccess::kDeviceWrites, &len) == nullptr);
+  CHECK(r.single_buffer(add(a, 0, 0), ChainAccess::kDeviceReads, &len) == nullptr);
+  CHECK(r.single_buffer(add(a, 16, kVringDescFNext, 0), ChainAccess::kDeviceReads, &len) ==
+        nullptr);
+  CHECK(r.single_buffer(add(a, 16, kVringDescFIndirect), ChainAccess::kDeviceReads, &len) ==
+        nullptr);
+  CHECK(r.single_buffer(add(mem.alloc_across_boundary(64, 8), 64, 0), ChainAccess::kDeviceReads,
+                        &len) == nullptr);
+  CHECK(r.single_buffer(add(mem.region_end(1) - 8, 64, 0), ChainAccess::kDeviceReads, &len) ==
+        nullptr);
+  CHECK(r.single_buffer(add(UINT64_MAX - 8, 64, 0), ChainAccess::kDeviceReads, &len) == nullptr);
+  CHECK(r.single_buffer(16, ChainAccess::kDeviceReads, &len) == nullptr);
+}

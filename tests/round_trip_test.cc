@@ -67,12 +67,14 @@ void round_trip(Device& dev, uint32_t size, uint32_t seed, const TxLayout& layou
 
 TEST_CASE("round trips for sizes 0..65535 over every feature combination and layout") {
   for (const Combo& combo : kCombos) {
-    for (int layout_kind = 0; layout_kind < 4; ++layout_kind) {
+    // 0: one descriptor (the fast path); 1: header apart; 2: data in pieces; 3: one descriptor
+    // crossing regions; 4: header apart, data crossing regions.
+    for (int layout_kind = 0; layout_kind < 5; ++layout_kind) {
       TxLayout layout;
       layout.indirect = (combo.features >> kRingFIndirectDesc) & 1;
-      layout.separate_header = layout_kind == 1;
+      layout.separate_header = layout_kind == 1 || layout_kind == 4;
       layout.data_pieces = layout_kind == 2 ? 3 : 1;
-      layout.cross_region = layout_kind == 3;
+      layout.cross_region = layout_kind >= 3;
       Device dev(combo.features);
       uint32_t seed = 0;
       for (uint32_t size : kSizes) {

@@ -166,7 +166,7 @@ uint16_t SimGuest::send(const SimPacket& packet, const TxLayout& layout, bool pu
     bufs.emplace_back(gpa, n);
     off += n;
   };
-  if (layout.separate_header || layout.cross_region) add(memory_.alloc(hdr_size_), hdr_size_);
+  if (layout.separate_header) add(memory_.alloc(hdr_size_), hdr_size_);
   const uint32_t rest = static_cast<uint32_t>(bytes.size()) - off;
   if (layout.cross_region && rest >= 2) {
     add(memory_.alloc_across_boundary(rest, rest / 2), rest);

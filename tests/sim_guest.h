@@ -60,7 +60,7 @@ struct TxLayout {
   bool separate_header = false;  // header in its own descriptor (legacy drivers without ANY_LAYOUT)
   uint32_t data_pieces = 1;      // data split over this many descriptors
   bool indirect = false;         // chain in an indirect table
-  bool cross_region = false;     // data buffer crosses the region 0/1 boundary
+  bool cross_region = false;     // the (header and) data buffer crosses the region 0/1 boundary
 };
 
 class SimGuest {

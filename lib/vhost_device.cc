@@ -62,27 +62,19 @@ auto with_device(int vid, Fn&& fn) {
   return fn(device);
 }
 
-enum rte_vhost_msg_result pre_message(int vid, void* msg) {
+// Pre- (kAfter false) and post-message hook: the message starts with its 32-bit request code.
+template <bool kAfter>
+enum rte_vhost_msg_result message_hook(int vid, void* msg) {
   uint32_t request;
   std::memcpy(&request, msg, sizeof(request));
   with_device(vid, [&](VhostDevice* d) {
-    if (d) d->on_message(vid, request, false);
+    if (d) d->on_message(vid, request, kAfter);
     return 0;
   });
   return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
 }
 
-enum rte_vhost_msg_result post_message(int vid, void* msg) {
-  uint32_t request;
-  std::memcpy(&request, msg, sizeof(request));
-  with_device(vid, [&](VhostDevice* d) {
-    if (d) d->on_message(vid, request, true);
-    return 0;
-  });
-  return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
-}
-
-const rte_vhost_user_extern_ops kMessageHooks = {pre_message, post_message};
+const rte_vhost_user_extern_ops kMessageHooks = {message_hook<false>, message_hook<true>};
 
 const rte_vhost_device_ops kDeviceOps = {
     .new_device =

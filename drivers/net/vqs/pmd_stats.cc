@@ -53,31 +53,37 @@ unsigned xstat_count(rte_eth_dev* dev) {
 
 int pmd_stats_get(rte_eth_dev* dev, rte_eth_stats* stats) {
   PmdPort* port = pmd_port(dev);
-  VhostDevice* device = port->device();
+  // What a vring counted since the last reset.
+  struct Delta {
+    uint64_t packets, bytes, drops, nombuf;
+  };
+  auto delta = [port](uint16_t vring) {
+    const QueueStats& now = port->device()->stats(vring);
+    const QueueStats& base = port->reset_base(vring);
+    return Delta{now.packets - base.packets, now.bytes - base.bytes,
+                 now.total_drops() - base.total_drops(),
+                 now.mbuf_alloc_failures - base.mbuf_alloc_failures};
+  };
   for (uint16_t q = 0; q < dev->data->nb_rx_queues; ++q) {
-    const QueueStats& now = device->stats(rx_vring(q));
-    const QueueStats& base = port->reset_base(rx_vring(q));
-    const uint64_t packets = now.packets - base.packets, bytes = now.bytes - base.bytes;
-    stats->ipackets += packets;
-    stats->ibytes += bytes;
-    stats->ierrors += now.total_drops() - base.total_drops();
-    stats->rx_nombuf += now.mbuf_alloc_failures - base.mbuf_alloc_failures;
+    const Delta d = delta(rx_vring(q));
+    stats->ipackets += d.packets;
+    stats->ibytes += d.bytes;
+    stats->ierrors += d.drops;
+    stats->rx_nombuf += d.nombuf;
     if (q < RTE_ETHDEV_QUEUE_STAT_CNTRS) {
-      stats->q_ipackets[q] = packets;
-      stats->q_ibytes[q] = bytes;
-      stats->q_errors[q] = now.total_drops() - base.total_drops();
+      stats->q_ipackets[q] = d.packets;
+      stats->q_ibytes[q] = d.bytes;
+      stats->q_errors[q] = d.drops;
     }
   }
   for (uint16_t q = 0; q < dev->data->nb_tx_queues; ++q) {
-    const QueueStats& now = device->stats(tx_vring(q));
-    const QueueStats& base = port->reset_base(tx_vring(q));
-    const uint64_t packets = now.packets - base.packets, bytes = now.bytes - base.bytes;
-    stats->opackets += packets;
-    stats->obytes += bytes;
-    stats->oerrors += now.total_drops() - base.total_drops();
+    const Delta d = delta(tx_vring(q));
+    stats->opackets += d.packets;
+    stats->obytes += d.bytes;
+    stats->oerrors += d.drops;
     if (q < RTE_ETHDEV_QUEUE_STAT_CNTRS) {
-      stats->q_opackets[q] = packets;
-      stats->q_obytes[q] = bytes;
+      stats->q_opackets[q] = d.packets;
+      stats->q_obytes[q] = d.bytes;
     }
   }
   return 0;

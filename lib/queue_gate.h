@@ -19,7 +19,8 @@ class QueueGate {
   bool enter() {
     busy_.store(true, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (open_.load(std::memory_order_relaxed)) return true;
+    // Acquire: pairs with open()'s release, so the lcore sees the queue state set up before it.
+    if (open_.load(std::memory_order_acquire)) return true;
     busy_.store(false, std::memory_order_release);
     return false;
   }

@@ -207,15 +207,14 @@ std::unique_ptr<VhostDevice> VhostDevice::create(const VhostDeviceOptions& optio
 VhostDevice::~VhostDevice() {
   if (!registered_) return;
   {
-    std::unique_lock lock(registry_mutex);  // waits for callbacks in flight
-    registry().erase(options_.path);
-  }
-  // Stop the datapath and hand indices back before librte_vhost tears the connection down.
-  {
+    // Exclusive: no callback runs meanwhile (they hold it shared), so librte_vhost cannot free
+    // the device under us while we hand the indices back; then unlisted, callbacks find nothing.
+    std::unique_lock registry_lock(registry_mutex);
     std::lock_guard lock(mutex_);
     datapath_enabled_ = false;
     running_ = false;
     apply_locked();
+    registry().erase(options_.path);
   }
   rte_vhost_driver_unregister(options_.path.c_str());
 }
@@ -229,13 +228,13 @@ void VhostDevice::set_datapath_enabled(bool enabled) {
 int VhostDevice::on_new_connection(int vid) {
   {
     std::lock_guard lock(mutex_);
-    // A frontend that reconnects at once may arrive before librte_vhost has processed the old
-    // connection's close: the newest connection is the one we follow.
-    if (connection_vid_ != -1)
-      VQS_LOG(WARNING, "%s: new frontend %d while %d is still connected; following %d",
-              path().c_str(), vid, connection_vid_, vid);
-    connection_vid_ = vid;
-    for (uint16_t i = 0; i < vring_count(); ++i) vrings_[i].enabled = false;
+    // Every connection keeps its own vring-enabled flags; which one is served is decided by
+    // new_device (the newest device wins: a frontend that reconnects at once may arrive before
+    // librte_vhost has processed the old connection's close). A stray connection (a probe, a
+    // second frontend by mistake) changes nothing for the device being served.
+    if (!enabled_by_vid_.empty())
+      VQS_LOG(WARNING, "%s: frontend %d connects while another is connected", path().c_str(), vid);
+    enabled_by_vid_[vid].assign(vring_count(), false);
   }
   // The hooks bracket every message from now on (no context: they look the device up by path).
   return rte_vhost_extern_callback_register(vid, &kMessageHooks, nullptr) == 0 ? 0 : -1;
@@ -243,24 +242,29 @@ int VhostDevice::on_new_connection(int vid) {
 
 void VhostDevice::on_destroy_connection(int vid) {
   std::lock_guard lock(mutex_);
-  if (vid == connection_vid_) connection_vid_ = -1;
+  enabled_by_vid_.erase(vid);
 }
 
 int VhostDevice::on_new_device(int vid) {
   {
     std::lock_guard lock(mutex_);
-    if (vid != connection_vid_) return -1;  // superseded by a newer connection
+    auto flags = enabled_by_vid_.find(vid);
+    if (flags == enabled_by_vid_.end()) return -1;
     if (running_) {  // an older connection's device: it is not served any more
       running_ = false;
       apply_locked();
     }
     vid_ = vid;
+    for (uint16_t i = 0; i < vring_count(); ++i) vrings_[i].enabled = flags->second[i];
     uint64_t features = 0;
     rte_vhost_get_negotiated_features(vid, &features);
     features_.store(features, std::memory_order_release);
-    if (!load_memory_locked()) return -1;
-    running_ = true;
     suspended_ = false;
+    if (!load_memory_locked()) {
+      link_up_.store(false, std::memory_order_release);
+      return -1;
+    }
+    running_ = true;
     apply_locked();
     link_up_.store(true, std::memory_order_release);
   }
@@ -295,7 +299,9 @@ void VhostDevice::on_vring_state_changed(int vid, uint16_t vring, bool enabled) 
   }
   {
     std::lock_guard lock(mutex_);
-    if (vid != connection_vid_) return;  // an older connection's vring
+    auto flags = enabled_by_vid_.find(vid);
+    if (flags != enabled_by_vid_.end()) flags->second[vring] = enabled;
+    if (vid != vid_) return;  // not the device being served
     vrings_[vring].enabled = enabled;
     apply_locked();
   }
@@ -303,22 +309,37 @@ void VhostDevice::on_vring_state_changed(int vid, uint16_t vring, bool enabled) 
 }
 
 void VhostDevice::on_message(int vid, uint32_t request, bool after) {
-  std::lock_guard lock(mutex_);
-  if (!after) {
-    if (!running_ || vid != vid_ || !changes_ring_state(request)) return;
-    suspended_ = true;
-    apply_locked();
-    return;
+  bool link_lost = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (!after) {
+      if (vid != vid_) return;
+      if (suspended_) {
+        // The previous ring-changing message failed (librte_vhost skips the post-hook then) and
+        // left its state half changed: serve nothing until the device is set up again.
+        VQS_LOG(ERR, "%s: a vhost-user message failed; device stopped until it is reset",
+                path().c_str());
+        suspended_ = false;
+        running_ = false;
+        apply_locked();
+        link_lost = link_up_.exchange(false);
+      } else if (running_ && changes_ring_state(request)) {
+        suspended_ = true;
+        apply_locked();
+      }
+    } else if (suspended_ && vid == vid_) {
+      suspended_ = false;
+      uint64_t features = 0;
+      rte_vhost_get_negotiated_features(vid_, &features);
+      features_.store(features, std::memory_order_release);
+      if (!load_memory_locked()) {
+        running_ = false;
+        link_lost = link_up_.exchange(false);
+      }
+      apply_locked();
+    }
   }
-  if (!suspended_) return;
-  suspended_ = false;
-  if (running_) {
-    uint64_t features = 0;
-    rte_vhost_get_negotiated_features(vid_, &features);
-    features_.store(features, std::memory_order_release);
-    if (!load_memory_locked()) running_ = false;
-  }
-  apply_locked();
+  if (link_lost && listener_) listener_->on_link_change(false);
 }
 
 bool VhostDevice::load_memory_locked() {

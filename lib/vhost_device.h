@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -123,10 +124,10 @@ class VhostDevice {
 
   bool registered_ = false;  // listed and registered with librte_vhost
 
-  std::mutex mutex_;         // control plane only: librte_vhost's thread vs the owner's thread
-  int connection_vid_ = -1;  // the newest frontend connection; the one we serve
-  int vid_ = -1;
-  bool running_ = false;           // between new_device and destroy_device
+  std::mutex mutex_;  // control plane only: librte_vhost's thread vs the owner's thread
+  std::map<int, std::vector<bool>> enabled_by_vid_;  // per connection: vrings the guest enabled
+  int vid_ = -1;                                     // the device being served
+  bool running_ = false;                             // between new_device and destroy_device
   bool suspended_ = false;         // inside a message that changes what the rings point to
   bool datapath_enabled_ = false;  // the owner's switch
   GuestMemory memory_;

@@ -6,13 +6,8 @@
 # on lcore 0. guest-tx: the guest sends (txonly), the host forwards to net_null, the guest's
 # Tx-pps is measured. guest-rx: net_null generates, the host forwards into the guest (rxonly,
 # mergeable buffers), the guest's Rx-pps is measured. Backends alternate within each round; each
-# run's rate is the median of its one-second samples after a warm-up.
-#
-# The two vCPUs of this VM kind sometimes share a last-level cache and sometimes do not, and move
-# between the two (a cache line's round trip is ~100 or ~400 ns; vhost-user throughput follows it,
-# 2-2.5x). So each run is bracketed by a probe (vqs-cpu-pingpong) and labelled "near" or "far";
-# a round's ratio counts only when both of its runs had one placement throughout, and results are
-# reported per placement: median Mpps of each backend, median of the valid per-round ratios.
+# run's rate is the median of its one-second samples after a warm-up; the ratio reported is the
+# median of the per-round ratios (see ../shared notes: absolute numbers are noise here).
 #
 #   scripts/bench/pvp.sh [--rounds N] [--seconds S] [--sizes "64 1500"] [--modes "guest-tx guest-rx"]
 #
@@ -37,14 +32,7 @@ while [ $# -gt 0 ]; do
 done
 
 plugin_src=$top/build/drivers/librte_net_vqs.so
-probe=$top/build/scripts/bench/vqs-cpu-pingpong
-[ -f "$plugin_src" ] && [ -x "$probe" ] || { echo "build first (ninja -C build)" >&2; exit 1; }
-
-placement() {  # "near" when a cache line round trip between CPU 0 and 1 is fast
-  local ns
-  ns=$("$probe" 100000)
-  if [ "$ns" -lt 200 ]; then echo near; else echo far; fi
-}
+[ -f "$plugin_src" ] || { echo "build first: $plugin_src missing" >&2; exit 1; }
 run=$(mktemp -d /run/vqs-bench.XXXXXX)  # not world-writable: EAL loads plugins from here
 cp "$plugin_src" "$run/"
 trap 'pkill -INT -f -- "--file-prefix vqs-bench-" 2>/dev/null || true; rm -rf "$run"' EXIT
@@ -80,9 +68,8 @@ guest() {
     sort -n | awk '{v[NR]=$1} END {if (NR == 0) print 0; else printf "%.3f\n", v[int((NR+1)/2)] / 1e6}'
 }
 
-one_run() {  # BACKEND MODE SIZE -> "Mpps placement"
-  local backend=$1 mode=$2 size=$3 before after
-  before=$(placement)
+one_run() {  # BACKEND MODE SIZE -> Mpps
+  local backend=$1 mode=$2 size=$3
   rm -f "$sock"
   host "$backend" "$mode" "$size" $((seconds + 6)) &
   local host_pid=$!
@@ -92,9 +79,8 @@ one_run() {  # BACKEND MODE SIZE -> "Mpps placement"
   mpps=$(guest "$mode" "$size" "$seconds")
   kill -INT "$host_pid" 2>/dev/null || true
   wait "$host_pid" 2>/dev/null || true
-  after=$(placement)
   sleep 1
-  if [ "$before" = "$after" ]; then echo "$mpps $before"; else echo "$mpps mixed"; fi
+  echo "$mpps"
 }
 
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{v[NR]=$1} END {printf "%.3f", (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
@@ -102,36 +88,22 @@ median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{v[NR]=$1} END {printf "%.
 results=()
 for mode in $modes; do
   for size in $sizes; do
-    declare -A runs=() ratios=()  # key: "backend placement" / placement
+    vhost_runs="" vqs_runs="" ratios=""
     for r in $(seq "$rounds"); do
       # Alternate which backend goes first, so drift over time hits both alike.
       if [ $((r % 2)) -eq 1 ]; then order="net_vhost net_vqs"; else order="net_vqs net_vhost"; fi
-      declare -A got=() where=()
-      for b in $order; do
-        read -r got[$b] where[$b] <<<"$(one_run "$b" "$mode" "$size")"
-        runs["$b ${where[$b]}"]+=" ${got[$b]}"
-      done
-      echo "  $mode ${size}B round $r: net_vhost ${got[net_vhost]} Mpps (${where[net_vhost]})," \
-        "net_vqs ${got[net_vqs]} Mpps (${where[net_vqs]})" >&2
-      if [ "${where[net_vhost]}" = "${where[net_vqs]}" ] && [ "${where[net_vqs]}" != mixed ]; then
-        ratios[${where[net_vqs]}]+=" $(awk -v a="${got[net_vqs]}" -v b="${got[net_vhost]}" \
-          'BEGIN {printf "%.3f", (b > 0) ? a / b : 0}')"
-      fi
+      declare -A got=()
+      for b in $order; do got[$b]=$(one_run "$b" "$mode" "$size"); done
+      vhost_runs+=" ${got[net_vhost]}"
+      vqs_runs+=" ${got[net_vqs]}"
+      ratios+=" $(awk -v a="${got[net_vqs]}" -v b="${got[net_vhost]}" 'BEGIN {printf "%.3f", (b > 0) ? a / b : 0}')"
+      echo "  $mode ${size}B round $r: net_vhost ${got[net_vhost]} Mpps, net_vqs ${got[net_vqs]} Mpps" >&2
     done
-    if [ -z "${ratios[near]:-}${ratios[far]:-}" ]; then
-      line=$(printf '%-9s %5sB      no round had one CPU placement for both backends' "$mode" "$size")
-      echo "$line"
-      results+=("$line")
-    fi
-    for p in near far; do
-      [ -n "${ratios[$p]:-}" ] || continue
-      line=$(printf '%-9s %5sB %-4s net_vhost %7s Mpps  net_vqs %7s Mpps  ratio %5sx  (rounds:%s)' \
-        "$mode" "$size" "$p" "$(echo "${runs[net_vhost $p]:-0}" | median)" \
-        "$(echo "${runs[net_vqs $p]:-0}" | median)" "$(echo "${ratios[$p]}" | median)" "${ratios[$p]}")
-      echo "$line"
-      results+=("$line")
-    done
-    unset runs ratios
+    line=$(printf '%-9s %5sB  net_vhost %7s Mpps  net_vqs %7s Mpps  ratio %5sx  (rounds:%s)' \
+      "$mode" "$size" "$(echo "$vhost_runs" | median)" "$(echo "$vqs_runs" | median)" \
+      "$(echo "$ratios" | median)" "$ratios")
+    echo "$line"
+    results+=("$line")
   done
 done
 

@@ -7,8 +7,14 @@
 #include <rte_lcore.h>
 #include <rte_net.h>
 
+#include <rte_cycles.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -265,4 +271,25 @@ TEST_CASE("rx interrupts: the host sleeps until the guest sends, across guest re
   }
   CHECK(rte_eth_dev_rx_intr_ctl_q(host.port(), 0, RTE_EPOLL_PER_THREAD, RTE_INTR_EVENT_DEL,
                                   nullptr) == 0);
+}
+
+TEST_CASE("a stray connection to the socket does not disturb the guest being served") {
+  HostPort host(1);
+  GuestPort guest(host);
+  one_way(guest.port(), host.port(), 0, 100, 1);
+  {
+    // A second client (a probe, a mistaken second frontend) connects and goes away.
+    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", host.socket().c_str());
+    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    rte_delay_ms(100);
+    close(fd);
+    rte_delay_ms(100);
+  }
+  CHECK(wait_link(host.port(), true, 100));
+  one_way(guest.port(), host.port(), 0, 200, 2);
+  one_way(host.port(), guest.port(), 0, 300, 3);
 }

@@ -113,18 +113,21 @@ int install_rx_interrupts(rte_eth_dev* dev) {
   if (rte_intr_type_set(handle, RTE_INTR_HANDLE_VDEV) != 0 ||
       rte_intr_efd_counter_size_set(handle, 0) != 0 ||
       rte_intr_vec_list_alloc(handle, nullptr, queues) != 0 ||
-      rte_intr_nb_efd_set(handle, queues) != 0 || rte_intr_max_intr_set(handle, queues + 1) != 0) {
+      rte_intr_max_intr_set(handle, queues + 1) != 0) {
     uninstall_rx_interrupts(dev);
     return -ENOMEM;
   }
   for (uint16_t q = 0; q < queues; ++q) {
     const int epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (epfd < 0 || rte_intr_efds_index_set(handle, q, epfd) != 0 ||
-        rte_intr_vec_list_index_set(handle, q, RTE_INTR_VEC_RXTX_OFFSET + q) != 0) {
+    if (epfd < 0 || rte_intr_efds_index_set(handle, q, epfd) != 0) {
+      const int err = epfd < 0 ? errno : ENOMEM;
       if (epfd >= 0) close(epfd);
-      uninstall_rx_interrupts(dev);
-      return -errno;
+      uninstall_rx_interrupts(dev);  // closes the q fds made so far (nb_efd counts them)
+      return -err;
     }
+    // Counted as soon as it exists, so that an error later closes exactly what was opened.
+    rte_intr_nb_efd_set(handle, q + 1);
+    rte_intr_vec_list_index_set(handle, q, RTE_INTR_VEC_RXTX_OFFSET + q);
     pmd_port(dev)->device()->set_kick_waiter(rx_vring(q), epfd);
   }
   return 0;
@@ -141,7 +144,9 @@ int rx_queue_intr_disable(rte_eth_dev* dev, uint16_t queue) {
 }
 
 int dev_start(rte_eth_dev* dev) {
-  if (dev->data->dev_conf.intr_conf.rxq && dev->intr_handle == nullptr) {
+  // Rebuilt on every start: the number of rx queues or intr_conf may have changed since.
+  uninstall_rx_interrupts(dev);
+  if (dev->data->dev_conf.intr_conf.rxq) {
     const int ret = install_rx_interrupts(dev);
     if (ret != 0) return ret;
   }
@@ -167,19 +172,23 @@ int dev_stop(rte_eth_dev* dev) {
   return 0;
 }
 
-int dev_close(rte_eth_dev* dev) {
+}  // namespace
+
+int pmd_close(rte_eth_dev* dev) {
   if (rte_eal_process_type() != RTE_PROC_PRIMARY) return 0;
   PmdPort* port = pmd_port(dev);
-  if (port == nullptr) return 0;
+  if (port == nullptr || port->device() == nullptr) return 0;  // closed already
   if (dev->data->dev_started) dev_stop(dev);
   uninstall_rx_interrupts(dev);
   port->close_device();  // unregisters the socket: the guest sees the backend go away
   for (uint16_t i = 0; i < dev->data->nb_rx_queues; ++i) rx_queue_release(dev, i);
   for (uint16_t i = 0; i < dev->data->nb_tx_queues; ++i) tx_queue_release(dev, i);
-  port->~PmdPort();
-  // ethdev frees dev_private and mac_addrs when the port is released.
+  // PmdPort stays (only its device is gone, which makes close idempotent); ethdev frees
+  // dev_private and mac_addrs when the port is released.
   return 0;
 }
+
+namespace {
 
 int accept(rte_eth_dev*) { return 0; }
 
@@ -205,7 +214,7 @@ const eth_dev_ops kPmdOps = [] {
   ops.dev_configure = dev_configure;
   ops.dev_start = dev_start;
   ops.dev_stop = dev_stop;
-  ops.dev_close = dev_close;
+  ops.dev_close = pmd_close;
   ops.promiscuous_enable = accept;
   ops.promiscuous_disable = accept;
   ops.allmulticast_enable = accept;

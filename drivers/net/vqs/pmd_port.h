@@ -55,6 +55,7 @@ class PmdPort final : public VhostDevice::Listener {
 };
 
 extern const eth_dev_ops kPmdOps;
+int pmd_close(rte_eth_dev* dev);  // stops the port if started; idempotent
 uint16_t pmd_rx_burst(void* queue, rte_mbuf** pkts, uint16_t count);
 uint16_t pmd_tx_burst(void* queue, rte_mbuf** pkts, uint16_t count);
 

@@ -68,8 +68,9 @@ static int probe(rte_vdev_device* vdev) {
 
 static int remove(rte_vdev_device* vdev) {
   rte_eth_dev* dev = rte_eth_dev_allocated(rte_vdev_device_name(vdev));
-  if (dev == nullptr) return 0;  // already released
-  rte_eth_dev_close(dev->data->port_id);
+  if (dev == nullptr) return 0;  // already closed and released
+  // Our close stops a started port too (rte_eth_dev_close refuses one); then release once.
+  pmd_close(dev);
   return rte_eth_dev_release_port(dev);
 }
 

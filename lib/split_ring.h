@@ -31,7 +31,6 @@ class SplitRing {
   bool attached() const { return addrs_.desc != nullptr; }
 
   uint16_t size() const { return addrs_.size; }
-  const VringDesc* desc_table() const { return addrs_.desc; }
   uint16_t last_avail_idx() const { return last_avail_; }
   uint16_t last_used_idx() const { return last_used_; }
 
@@ -57,12 +56,9 @@ class SplitRing {
   }
   void consume(uint16_t count) { last_avail_ = static_cast<uint16_t>(last_avail_ + count); }
 
-  // Cache hints, for lines the guest wrote last: the avail entries about to be read, and the
-  // descriptor an entry points to (unchecked: a prefetch of an out-of-range slot is harmless but
-  // skipped, as the address would be outside the table).
-  void prefetch_avail(uint16_t i) const {
-    __builtin_prefetch(&addrs_.avail->ring[(last_avail_ + i) & mask_]);
-  }
+  // Cache hints, for lines the guest wrote last: the descriptor an avail entry points to
+  // (unchecked: a prefetch of an out-of-range slot is harmless but skipped, as the address would be
+  // outside the table).
   void prefetch_desc(uint16_t head) const {
     if (head < addrs_.size) __builtin_prefetch(&addrs_.desc[head]);
   }
@@ -96,7 +92,6 @@ class SplitRing {
   // Guest -> device notifications (kicks). Disabled while polling; enable before sleeping, then
   // call avail_count() once more, since the guest may have posted before it saw the change.
   void set_kicks_enabled(bool enabled);
-  bool kicks_enabled() const { return kicks_enabled_; }
   bool event_idx() const { return event_idx_; }
 
  private:

@@ -16,18 +16,15 @@ struct Counter {
 constexpr Counter kCounters[] = {
     {"good_packets", [](const QueueStats& s) { return s.packets; }},
     {"good_bytes", [](const QueueStats& s) { return s.bytes; }},
-    {"invalid_descriptor_drops",
-     [](const QueueStats& s) { return s.dropped(DropReason::kInvalidDescriptor); }},
-    {"runt_drops", [](const QueueStats& s) { return s.dropped(DropReason::kRunt); }},
-    {"too_large_drops", [](const QueueStats& s) { return s.dropped(DropReason::kTooLarge); }},
-    {"bad_offload_request_drops",
-     [](const QueueStats& s) { return s.dropped(DropReason::kBadOffloadRequest); }},
     {"invalid_rx_chains", [](const QueueStats& s) { return s.invalid_rx_chains; }},
     {"mbuf_alloc_failures", [](const QueueStats& s) { return s.mbuf_alloc_failures; }},
     {"guest_notifications", [](const QueueStats& s) { return s.guest_notifications; }},
     {"ring_broken", [](const QueueStats& s) { return s.ring_broken; }},
 };
-constexpr unsigned kPerQueue = std::size(kCounters) + kSizeBucketCount;
+// Drops by every reason but kNoGuestBuffer: the PMD's tx burst hands such packets back to the
+// caller instead of dropping them, so that counter would always read 0.
+constexpr int kDropXstats = kDropReasonCount - 1;
+constexpr unsigned kPerQueue = std::size(kCounters) + kDropXstats + kSizeBucketCount;
 
 // Calls fn(direction, ethdev queue, counter name, value since the last reset) for every xstat,
 // in a fixed order.
@@ -38,6 +35,13 @@ void for_each_xstat(rte_eth_dev* dev, Fn&& fn) {
     const QueueStats& now = port->device()->stats(vring);
     const QueueStats& base = port->reset_base(vring);
     for (const Counter& c : kCounters) fn(dir, q, c.name, c.read(now) - c.read(base));
+    char drop_name[RTE_ETH_XSTATS_NAME_SIZE];
+    for (int r = 0; r < kDropReasonCount; ++r) {
+      const auto reason = static_cast<DropReason>(r);
+      if (reason == DropReason::kNoGuestBuffer) continue;
+      std::snprintf(drop_name, sizeof(drop_name), "%s_drops", drop_reason_name(reason));
+      fn(dir, q, drop_name, now.dropped(reason) - base.dropped(reason));
+    }
     for (int b = 0; b < kSizeBucketCount; ++b)
       fn(dir, q, size_bucket_name(static_cast<SizeBucket>(b)), now.sizes[b] - base.sizes[b]);
   };

@@ -35,7 +35,7 @@ void for_each_xstat(rte_eth_dev* dev, Fn&& fn) {
     const QueueStats& now = port->device()->stats(vring);
     const QueueStats& base = port->reset_base(vring);
     for (const Counter& c : kCounters) fn(dir, q, c.name, c.read(now) - c.read(base));
-    char drop_name[RTE_ETH_XSTATS_NAME_SIZE];
+    char drop_name[32];  // "bad_offload_request_drops" is the longest
     for (int r = 0; r < kDropReasonCount; ++r) {
       const auto reason = static_cast<DropReason>(r);
       if (reason == DropReason::kNoGuestBuffer) continue;

@@ -1,0 +1,121 @@
+// vqswitch's configuration: what a YAML file says, validated, with defaults filled in where they
+// do not depend on a guest (ring-size-derived defaults stay 0 = "auto" until a guest connects).
+// docs/configuration.md documents every key.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vqs::app {
+
+constexpr int kConfigVersion = 1;
+
+// A queue's share of its lcore: a visit ends when either is spent or the queue is empty.
+struct Weight {
+  uint32_t packets = 0;       // 0: 2 x the queue's ring size
+  uint32_t bytes = 512 << 10;
+};
+
+// VPP's coalesce-frames / coalesce-time for guest RX notifications; both 0: off.
+struct NotifyCoalesce {
+  uint32_t packets = 0;
+  uint32_t usecs = 0;
+};
+
+enum class VlanMode { kNone, kAccess, kTrunk };
+
+struct VlanConfig {
+  VlanMode mode = VlanMode::kNone;  // kNone: untagged frames only, VLAN 0 (bridge)
+  uint16_t access_vlan = 0;         // kAccess: 1..4094
+  std::vector<uint16_t> trunk_vlans;  // kTrunk: allowed tagged VLANs, 1..4094, sorted, unique
+  uint16_t native_vlan = 0;           // kTrunk: untagged frames belong to it; 0: dropped
+};
+
+enum class PortType { kVhost, kEthdev };
+
+struct PortConfig {
+  std::string name;  // unique; how lcores and forwarding refer to the port
+  PortType type = PortType::kVhost;
+  uint16_t queues = 1;  // vhost: queue pairs served; ethdev: rx queues
+  Weight weight;        // default for each of the port's rx queues
+  VlanConfig vlan;      // bridge mode only
+  uint32_t tx_retries_max = 8;  // tx toward a full queue: retries before drops are counted
+
+  // vhost
+  std::string socket;
+  bool client = false;     // mode: client (connect) | server (listen, default)
+  bool reconnect = true;   // client mode
+  bool tso = false;
+  NotifyCoalesce notify_coalesce;
+  uint32_t refill_threshold = 0;  // 0: min(64, ring size) / 2
+
+  // ethdev
+  std::string device;            // PCI address or vdev string ("net_tap0,iface=t0")
+  uint16_t rx_descriptors = 1024;
+  uint16_t tx_descriptors = 1024;
+  uint16_t rx_free_thresh = 0;  // 0: min(burst, rx_descriptors) / 2
+  uint16_t mtu = 0;             // 0: leave the device's
+
+  int line = 0;  // 1-based, where the port's entry starts (for messages after parsing)
+};
+
+// One rx queue an lcore polls, with its weight (the port's unless overridden).
+struct RxQueueRef {
+  std::string port;
+  uint16_t queue = 0;
+  Weight weight;
+};
+
+struct LcoreConfig {
+  unsigned lcore = 0;                 // EAL lcore id, within eal.cores
+  bool auto_rx = false;               // rx: auto
+  std::vector<RxQueueRef> rx;         // explicit placement
+  std::optional<uint32_t> busy_poll_us;  // unset: poll forever
+};
+
+enum class ForwardingMode { kXconnect, kBridge };
+
+struct ForwardingConfig {
+  ForwardingMode mode = ForwardingMode::kXconnect;
+  std::vector<std::pair<std::string, std::string>> pairs;  // xconnect: both directions
+  uint32_t mac_table_size = 4096;  // bridge: learned (MAC, VLAN) entries
+  uint32_t mac_aging_s = 300;      // bridge: 0 = never age
+};
+
+struct EalConfig {
+  std::string cores = "0-1";      // -l
+  std::optional<unsigned> main_lcore;  // default: the first of cores
+  uint32_t memory_mb = 1024;      // -m
+  std::string file_prefix = "vqswitch";
+  bool huge = true;               // false: --no-huge (tests; no guest can share such memory)
+  std::vector<std::string> args;  // appended as they are
+};
+
+struct Config {
+  std::string file;  // as given on the command line, for messages
+  int version = kConfigVersion;
+  EalConfig eal;
+  uint32_t mbufs = 0;         // 0: sized from ports, queues and descriptors
+  uint16_t burst = 32;        // rx burst and tx buffer size
+  uint32_t stats_interval_s = 1;  // live one-line-per-port summary; 0 = off
+  std::vector<PortConfig> ports;
+  std::vector<LcoreConfig> lcores;  // empty: every EAL lcore but main forwards, rx: auto
+  ForwardingConfig forwarding;
+
+  const PortConfig* find_port(const std::string& name) const {
+    for (const PortConfig& p : ports)
+      if (p.name == name) return &p;
+    return nullptr;
+  }
+};
+
+// Reads and validates `path`. On error returns nullopt and sets `error` to
+// "FILE:LINE:COLUMN: KEY: what is wrong" (KEY as a path, e.g. "ports[1].queues").
+std::optional<Config> load_config(const std::string& path, std::string* error);
+// The same from text, `file` naming it in messages.
+std::optional<Config> parse_config(const std::string& text, const std::string& file,
+                                   std::string* error);
+
+}  // namespace vqs::app

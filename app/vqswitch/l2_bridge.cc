@@ -1,0 +1,1 @@
+#include "l2_bridge.h"

@@ -1,0 +1,97 @@
+// A port of the switch: a guest (served by our datapath library) or a NIC (any DPDK ethdev).
+// Calls are per burst; one lcore per rx queue, and per tx queue unless the plan marks the tx
+// queue shared (then the caller holds tx_lock()).
+#pragma once
+
+#include <rte_mbuf.h>
+#include <rte_spinlock.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "virtqueue.h"
+
+namespace vqs::app {
+
+// Why the switch lost a packet (the datapath's own reasons are counted by the port, see
+// QueueStats). Every drop is counted under exactly one reason.
+enum class SwitchDrop : uint8_t {
+  kTxGuestFull,    // guest RX ring stayed full through tx_retries_max retries
+  kTxQueueFull,    // NIC tx queue stayed full through tx_retries_max retries
+  kLinkDown,       // output guest not connected, or its queue not enabled
+  kNoRoute,        // bridge: no output port (own port, other VLAN, or flood to nobody)
+  kVlanFiltered,   // bridge: VLAN not allowed on the input port
+  kMbufExhausted,  // flood copy or VLAN tag push could not get an mbuf
+  kCount,
+};
+constexpr int kSwitchDropCount = static_cast<int>(SwitchDrop::kCount);
+const char* switch_drop_name(SwitchDrop reason);
+
+// Counters a port keeps per queue, besides the datapath's.
+struct alignas(64) PortQueueCounters {
+  uint64_t rx_packets = 0;
+  uint64_t rx_bytes = 0;
+  uint64_t tx_packets = 0;
+  uint64_t tx_bytes = 0;
+  uint64_t tx_retries = 0;
+  uint64_t drops[kSwitchDropCount] = {};
+  void count_drop(SwitchDrop reason, uint64_t n = 1) { drops[static_cast<int>(reason)] += n; }
+};
+
+class Port {
+ public:
+  Port(std::string name, uint16_t index) : name_(std::move(name)), index_(index) {}
+  virtual ~Port() = default;
+  Port(const Port&) = delete;
+  Port& operator=(const Port&) = delete;
+
+  const std::string& name() const { return name_; }
+  uint16_t index() const { return index_; }  // in Config::ports
+
+  virtual bool is_guest() const = 0;
+  virtual uint16_t rx_queue_count() const = 0;
+  virtual uint16_t tx_queue_count() const = 0;
+  virtual bool link_up() const = 0;
+  // The rx queue's ring size now (0 when unknown, e.g. no guest): packet weights default to 2x.
+  virtual uint16_t rx_ring_size(uint16_t queue) const = 0;
+
+  // Up to `max_packets` packets and about `max_bytes` bytes (at least one packet is taken when
+  // any is there). mbuf->port is set to index().
+  virtual BurstResult rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t max_packets,
+                               uint32_t max_bytes) = 0;
+  // Sends from the front of `pkts`; returns how many were consumed (sent, or dropped and counted
+  // by the datapath, and freed). The rest are still the caller's: the queue is full.
+  virtual uint16_t tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count) = 0;
+  // For a guest: whether the tx queue may be used now (connected, queue enabled). A NIC: always.
+  virtual bool tx_ready(uint16_t queue) const = 0;
+
+  // Sleep support: arm or disarm the rx queue's wake-up (guest kicks, NIC rx interrupt) and
+  // return its fd (epoll-able) or -1 when the queue cannot wake a sleeper.
+  virtual int rx_wake_fd(uint16_t queue) = 0;
+  virtual bool arm_rx_wake(uint16_t queue, bool armed) = 0;
+
+  // Called by the lcore that transmits on the port, between bursts: deferred work such as
+  // coalesced guest notifications whose time has come.
+  virtual void tx_housekeeping(uint16_t /*queue*/, uint64_t /*now_tsc*/) {}
+
+  rte_spinlock_t* tx_lock(uint16_t queue) { return &tx_locks_[queue].lock; }
+  PortQueueCounters& rx_counters(uint16_t queue) { return rx_counters_[queue]; }
+  PortQueueCounters& tx_counters(uint16_t queue) { return tx_counters_[queue]; }
+
+ protected:
+  void init_queues(uint16_t rx, uint16_t tx);
+
+ private:
+  struct alignas(64) TxLock {
+    rte_spinlock_t lock = RTE_SPINLOCK_INITIALIZER;
+  };
+  const std::string name_;
+  const uint16_t index_;
+  std::unique_ptr<TxLock[]> tx_locks_;
+  std::unique_ptr<PortQueueCounters[]> rx_counters_;
+  std::unique_ptr<PortQueueCounters[]> tx_counters_;
+};
+
+}  // namespace vqs::app

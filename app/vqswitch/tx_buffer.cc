@@ -1,0 +1,70 @@
+#include "tx_buffer.h"
+
+#include <algorithm>
+
+namespace vqs::app {
+
+TxBufferSet::TxBufferSet(std::vector<Output> outputs, uint16_t burst)
+    : buffers_(outputs.size()),
+      pending_(outputs.size()),
+      burst_(std::clamp<uint16_t>(burst, 1, kMaxBurst)) {
+  for (size_t i = 0; i < outputs.size(); ++i) buffers_[i].out = outputs[i];
+}
+
+void TxBufferSet::flush_port(uint16_t port) {
+  // Stays listed in pending_: flush() finds it empty and skips it.
+  send(buffers_[port]);
+}
+
+void TxBufferSet::flush() {
+  for (uint16_t i = 0; i < pending_count_; ++i) {
+    Buffer& b = buffers_[pending_[i]];
+    if (b.count > 0) send(b);
+    b.listed = false;
+  }
+  pending_count_ = 0;
+}
+
+void TxBufferSet::send(Buffer& b) {
+  const Output& out = b.out;
+  PortQueueCounters& counters = out.port->tx_counters(out.queue);
+  uint16_t sent = 0;
+  uint64_t bytes = 0;
+  for (uint16_t i = 0; i < b.count; ++i) bytes += b.pkts[i]->pkt_len;
+  if (out.shared) rte_spinlock_lock(out.port->tx_lock(out.queue));
+  if (out.port->tx_ready(out.queue)) {
+    // As OVS-DPDK: retry only while the queue keeps taking packets, at most retries_max times.
+    uint32_t retries = 0;
+    while (true) {
+      const uint16_t n = out.port->tx_burst(out.queue, b.pkts + sent, b.count - sent);
+      sent += n;
+      if (sent == b.count || n == 0 || retries == out.retries_max) break;
+      ++retries;
+    }
+    counters.tx_retries += retries;
+    if (sent < b.count) {
+      counters.count_drop(out.port->is_guest() ? SwitchDrop::kTxGuestFull : SwitchDrop::kTxQueueFull,
+                          b.count - sent);
+    }
+  } else {
+    counters.count_drop(SwitchDrop::kLinkDown, b.count);
+  }
+  // The unsent are still ours: their bytes were not sent.
+  for (uint16_t i = sent; i < b.count; ++i) bytes -= b.pkts[i]->pkt_len;
+  counters.tx_packets += sent;
+  counters.tx_bytes += bytes;
+  if (out.shared) rte_spinlock_unlock(out.port->tx_lock(out.queue));
+  if (sent < b.count) rte_pktmbuf_free_bulk(b.pkts + sent, b.count - sent);
+  b.count = 0;
+}
+
+void TxBufferSet::housekeeping(uint64_t now_tsc) {
+  for (Buffer& b : buffers_) {
+    if (b.out.port == nullptr) continue;
+    if (b.out.shared) rte_spinlock_lock(b.out.port->tx_lock(b.out.queue));
+    b.out.port->tx_housekeeping(b.out.queue, now_tsc);
+    if (b.out.shared) rte_spinlock_unlock(b.out.port->tx_lock(b.out.queue));
+  }
+}
+
+}  // namespace vqs::app

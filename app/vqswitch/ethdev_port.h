@@ -1,0 +1,57 @@
+// A NIC port: any DPDK ethdev (PCI, net_tap, net_af_packet, net_null ...), one rx queue per
+// configured queue and one tx queue per forwarding lcore (fewer when the device has fewer; the
+// plan then shares them under a lock).
+#pragma once
+
+#include <rte_ethdev.h>
+
+#include <memory>
+#include <string>
+
+#include "config.h"
+#include "port.h"
+
+namespace vqs::app {
+
+class EthdevPort final : public Port {
+ public:
+  // Probes the device if EAL has not (PCI address or vdev string), configures `tx_queues` tx
+  // queues (or as many as the device has) and starts it. `rx_interrupts`: ask for rx queue
+  // interrupts, for lcores that sleep; silently off when the device lacks them.
+  static std::unique_ptr<EthdevPort> create(const PortConfig& config, uint16_t index,
+                                            uint16_t tx_queues, uint16_t burst, bool rx_interrupts,
+                                            rte_mempool* pool, std::string* error);
+  ~EthdevPort() override;  // stops and closes the device
+
+  uint16_t port_id() const { return port_id_; }
+  const PortConfig& config() const { return config_; }
+
+  bool is_guest() const override { return false; }
+  uint16_t rx_queue_count() const override { return config_.queues; }
+  uint16_t tx_queue_count() const override { return tx_queues_; }
+  bool link_up() const override;
+  uint16_t rx_ring_size(uint16_t) const override { return rx_descriptors_; }
+  BurstResult rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t max_packets,
+                       uint32_t max_bytes) override;
+  uint16_t tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count) override {
+    return rte_eth_tx_burst(port_id_, queue, pkts, count);
+  }
+  bool tx_ready(uint16_t) const override { return true; }
+  int rx_wake_fd(uint16_t queue) override;
+  bool arm_rx_wake(uint16_t queue, bool armed) override;
+
+ private:
+  EthdevPort(const PortConfig& config, uint16_t index)
+      : Port(config.name, index), config_(config) {}
+  bool start(uint16_t tx_queues, uint16_t burst, bool rx_interrupts, rte_mempool* pool,
+             std::string* error);
+
+  const PortConfig config_;
+  uint16_t port_id_ = RTE_MAX_ETHPORTS;
+  uint16_t tx_queues_ = 0;
+  uint16_t rx_descriptors_ = 0;
+  bool rx_interrupts_ = false;
+  bool started_ = false;
+};
+
+}  // namespace vqs::app

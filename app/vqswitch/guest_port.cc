@@ -1,0 +1,97 @@
+#include "guest_port.h"
+
+#include <rte_log.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "dequeue.h"
+#include "enqueue.h"
+
+namespace vqs::app {
+
+GuestPort::GuestPort(const PortConfig& config, uint16_t index, rte_mempool* pool)
+    : Port(config.name, index),
+      config_(config),
+      pool_(pool),
+      vring_enabled_(std::make_unique<std::atomic<bool>[]>(2 * config.queues)),
+      kick_epfd_(std::make_unique<int[]>(config.queues)) {
+  init_queues(config.queues, config.queues);
+  for (uint16_t q = 0; q < config.queues; ++q) kick_epfd_[q] = -1;
+}
+
+std::unique_ptr<GuestPort> GuestPort::create(const PortConfig& config, uint16_t index,
+                                             rte_mempool* pool, std::string* error) {
+  std::unique_ptr<GuestPort> port(new GuestPort(config, index, pool));
+  VhostDeviceOptions options;
+  options.path = config.socket;
+  options.queue_pairs = config.queues;
+  options.client = config.client;
+  options.reconnect = config.reconnect;
+  options.tso = config.tso;
+  port->device_ = VhostDevice::create(options, port.get(), error);
+  if (port->device_ == nullptr) return nullptr;
+  for (uint16_t q = 0; q < config.queues; ++q) {
+    port->kick_epfd_[q] = epoll_create1(EPOLL_CLOEXEC);
+    if (port->kick_epfd_[q] < 0) {
+      *error = "epoll_create1 failed";
+      return nullptr;
+    }
+    port->device_->set_kick_waiter(static_cast<uint16_t>(2 * q + 1), port->kick_epfd_[q]);
+  }
+  return port;
+}
+
+GuestPort::~GuestPort() {
+  if (device_ != nullptr) {
+    device_->set_datapath_enabled(false);
+    for (uint16_t q = 0; q < config_.queues; ++q)
+      if (kick_epfd_[q] >= 0) device_->set_kick_waiter(static_cast<uint16_t>(2 * q + 1), -1);
+    device_.reset();
+  }
+  for (uint16_t q = 0; q < config_.queues; ++q)
+    if (kick_epfd_[q] >= 0) close(kick_epfd_[q]);
+}
+
+uint16_t GuestPort::rx_ring_size(uint16_t queue) const {
+  const auto vring = static_cast<uint16_t>(2 * queue + 1);
+  VirtQueue* vq = device_->enter(vring);
+  if (vq == nullptr) return 0;
+  const uint16_t size = vq->ring().size();
+  device_->leave(vring);
+  return size;
+}
+
+BurstResult GuestPort::rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t max_packets,
+                                uint32_t max_bytes) {
+  const auto vring = static_cast<uint16_t>(2 * queue + 1);
+  VirtQueue* vq = device_->enter(vring);
+  if (vq == nullptr) return {};
+  const BurstResult r = dequeue_burst(*vq, pool_, pkts, max_packets, max_bytes);
+  device_->leave(vring);
+  for (uint16_t i = 0; i < r.packets; ++i) pkts[i]->port = index();
+  return r;
+}
+
+uint16_t GuestPort::tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count) {
+  const auto vring = static_cast<uint16_t>(2 * queue);
+  VirtQueue* vq = device_->enter(vring);
+  if (vq == nullptr) return 0;
+  const BurstResult r = enqueue_burst(*vq, pkts, count);
+  device_->leave(vring);
+  // Consumed: delivered, or dropped and counted by the datapath. The rest found no guest buffer.
+  if (r.packets > 0) rte_pktmbuf_free_bulk(pkts, r.packets);
+  return r.packets;
+}
+
+void GuestPort::tx_housekeeping(uint16_t /*queue*/, uint64_t /*now_tsc*/) {}
+
+void GuestPort::on_link_change(bool up) {
+  RTE_LOG(INFO, USER1, "vqswitch: port %s: guest %s\n", name().c_str(),
+          up ? "connected" : "disconnected");
+}
+
+void GuestPort::on_vring_state(uint16_t vring, bool enabled) {
+  if (vring < 2 * config_.queues) vring_enabled_[vring].store(enabled, std::memory_order_relaxed);
+}
+
+}  // namespace vqs::app

@@ -1,0 +1,58 @@
+// A guest port: one vhost-user socket served natively by our datapath library (no ethdev), so
+// a process is not bound by RTE_MAX_ETHPORTS. rx queue q is the guest's TX vring 2q + 1, tx queue
+// q its RX vring 2q.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "config.h"
+#include "port.h"
+#include "vhost_device.h"
+
+namespace vqs::app {
+
+class GuestPort final : public Port, private VhostDevice::Listener {
+ public:
+  // Registers the socket (listening, or connecting in client mode). nullptr with `error` set when
+  // librte_vhost refuses it.
+  static std::unique_ptr<GuestPort> create(const PortConfig& config, uint16_t index,
+                                           rte_mempool* pool, std::string* error);
+  ~GuestPort() override;
+
+  // Admits the datapath (or, false, waits until no lcore is inside a burst).
+  void set_enabled(bool enabled) { device_->set_datapath_enabled(enabled); }
+  const VhostDevice& device() const { return *device_; }
+  const PortConfig& config() const { return config_; }
+
+  bool is_guest() const override { return true; }
+  uint16_t rx_queue_count() const override { return device_->queue_pairs(); }
+  uint16_t tx_queue_count() const override { return device_->queue_pairs(); }
+  bool link_up() const override { return device_->link_up(); }
+  uint16_t rx_ring_size(uint16_t queue) const override;
+  BurstResult rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t max_packets,
+                       uint32_t max_bytes) override;
+  uint16_t tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count) override;
+  bool tx_ready(uint16_t queue) const override {
+    return device_->link_up() && vring_enabled_[2 * queue].load(std::memory_order_relaxed);
+  }
+  int rx_wake_fd(uint16_t queue) override { return kick_epfd_[queue]; }
+  bool arm_rx_wake(uint16_t queue, bool armed) override {
+    return device_->arm_kicks(static_cast<uint16_t>(2 * queue + 1), armed);
+  }
+  void tx_housekeeping(uint16_t queue, uint64_t now_tsc) override;
+
+ private:
+  GuestPort(const PortConfig& config, uint16_t index, rte_mempool* pool);
+  void on_link_change(bool up) override;
+  void on_vring_state(uint16_t vring, bool enabled) override;
+
+  const PortConfig config_;
+  rte_mempool* const pool_;
+  std::unique_ptr<VhostDevice> device_;
+  std::unique_ptr<std::atomic<bool>[]> vring_enabled_;  // as the guest last said
+  std::unique_ptr<int[]> kick_epfd_;                    // per rx queue, for sleeping lcores
+};
+
+}  // namespace vqs::app

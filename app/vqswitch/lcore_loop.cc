@@ -1,0 +1,138 @@
+#include "lcore_loop.h"
+
+#include <rte_cycles.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+namespace vqs::app {
+namespace {
+
+// Deferred tx work (coalesced guest notifications) is checked this often while busy.
+constexpr uint64_t kHousekeepingUs = 10;
+// A sleeping lcore with a queue that cannot wake it looks again after this long.
+constexpr int kShortSleepMs = 1;
+constexpr int kLongSleepMs = 100;
+
+}  // namespace
+
+LcoreLoop::LcoreLoop(unsigned lcore, uint16_t slot, std::vector<RxSlot> rx, TxBufferSet tx,
+                     const Forwarding* forwarding, std::optional<uint32_t> busy_poll_us,
+                     uint16_t burst)
+    : lcore_(lcore),
+      slot_(slot),
+      poller_(std::move(rx), burst),
+      tx_(std::move(tx)),
+      forwarding_(forwarding),
+      busy_poll_us_(busy_poll_us) {
+  if (!busy_poll_us_) return;
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = wake_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  every_queue_can_wake_ = true;
+  for (RxSlot& s : poller_.slots()) {
+    const int fd = s.port->rx_wake_fd(s.queue);
+    if (fd < 0) {
+      every_queue_can_wake_ = false;
+      continue;
+    }
+    ev.data.fd = fd;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) every_queue_can_wake_ = false;
+  }
+}
+
+LcoreLoop::~LcoreLoop() {
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+void LcoreLoop::wake() {
+  if (wake_fd_ >= 0) (void)eventfd_write(wake_fd_, 1);
+}
+
+void LcoreLoop::forward(RxSlot& slot, rte_mbuf** pkts, uint16_t count, uint64_t now_tsc) {
+  const uint16_t in_port = slot.port->index();
+  if (forwarding_->mode == ForwardingMode::kBridge) {
+    forwarding_->bridge->forward(slot_, in_port, pkts, count, now_tsc, tx_,
+                                 slot.port->rx_counters(slot.queue));
+    return;
+  }
+  const int peer = forwarding_->xconnect_peer[in_port];
+  if (peer < 0) {
+    slot.port->rx_counters(slot.queue).count_drop(SwitchDrop::kNoRoute, count);
+    rte_pktmbuf_free_bulk(pkts, count);
+    return;
+  }
+  for (uint16_t i = 0; i < count; ++i) tx_.push(static_cast<uint16_t>(peer), pkts[i]);
+}
+
+uint32_t LcoreLoop::poll_once(uint64_t now_tsc) {
+  uint32_t taken = 0;
+  for (RxSlot& slot : poller_.slots()) {
+    taken += poller_.visit(slot, [&](RxSlot& s, rte_mbuf** pkts, uint16_t count) {
+      forward(s, pkts, count, now_tsc);
+    });
+    tx_.flush();
+  }
+  if (forwarding_->bridge != nullptr) forwarding_->bridge->quiescent(slot_);
+  return taken;
+}
+
+void LcoreLoop::run(const std::atomic<bool>& stop) {
+  const uint64_t hz = rte_get_tsc_hz();
+  const uint64_t housekeeping_cycles = hz * kHousekeepingUs / 1000000;
+  const uint64_t busy_poll_cycles = busy_poll_us_ ? hz * *busy_poll_us_ / 1000000 : 0;
+  uint64_t now = rte_rdtsc();
+  uint64_t last_work = now;
+  uint64_t last_housekeeping = now;
+  while (!stop.load(std::memory_order_relaxed)) {
+    const uint32_t taken = poll_once(now);
+    const uint64_t after = rte_rdtsc();
+    ++counters_.iterations;
+    if (taken > 0) {
+      ++counters_.busy_iterations;
+      counters_.packets += taken;
+      counters_.busy_cycles += after - now;
+      last_work = after;
+    } else {
+      counters_.idle_cycles += after - now;
+    }
+    now = after;
+    if (now - last_housekeeping >= housekeeping_cycles) {
+      tx_.housekeeping(now);
+      last_housekeeping = now;
+    }
+    if (busy_poll_us_ && now - last_work >= busy_poll_cycles) {
+      sleep_until_woken();
+      now = last_work = last_housekeeping = rte_rdtsc();
+    }
+  }
+  tx_.flush();
+  tx_.housekeeping(UINT64_MAX);
+  if (forwarding_->bridge != nullptr) forwarding_->bridge->quiescent(slot_);
+}
+
+void LcoreLoop::sleep_until_woken() {
+  // Nothing deferred may wait for the next packet: send coalesced notifications now.
+  tx_.housekeeping(UINT64_MAX);
+  if (forwarding_->bridge != nullptr) forwarding_->bridge->quiescent(slot_);
+  // Arming a guest queue kicks ourselves if the guest posted before it saw the change, so no
+  // packet that arrives from here on is slept through.
+  for (RxSlot& s : poller_.slots()) s.port->arm_rx_wake(s.queue, true);
+  ++counters_.sleeps;
+  epoll_event events[16];
+  const int n = epoll_wait(epoll_fd_, events, 16,
+                           every_queue_can_wake_ ? kLongSleepMs : kShortSleepMs);
+  for (int i = 0; i < n; ++i) {
+    // Drain the eventfds that fired (ours, NIC rx interrupts) so they do not fire again at once.
+    // A guest's nested epoll fd cannot be read (EINVAL): its kickfd is drained when armed.
+    eventfd_t ignored;
+    (void)read(events[i].data.fd, &ignored, sizeof(ignored));
+  }
+  for (RxSlot& s : poller_.slots()) s.port->arm_rx_wake(s.queue, false);
+}
+
+}  // namespace vqs::app

@@ -1,0 +1,68 @@
+// One forwarding lcore, run to completion: visit each rx queue under its weights, forward what
+// it yields (xconnect or bridge) into per-port tx buffers, flush them after each visit; when
+// idle for busy_poll_us, arm the queues' wake-ups and sleep until a packet or a stop arrives.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "l2_bridge.h"
+#include "tx_buffer.h"
+#include "weighted_poller.h"
+
+namespace vqs::app {
+
+// How packets leave: a cross-connect peer per input port, or the bridge.
+struct Forwarding {
+  ForwardingMode mode = ForwardingMode::kXconnect;
+  std::vector<int> xconnect_peer;  // by input port index; -1: nowhere
+  L2Bridge* bridge = nullptr;
+};
+
+struct alignas(64) LcoreCounters {
+  uint64_t iterations = 0;
+  uint64_t busy_iterations = 0;  // found at least one packet
+  uint64_t packets = 0;
+  uint64_t sleeps = 0;
+  uint64_t busy_cycles = 0;  // TSC cycles in iterations that found work
+  uint64_t idle_cycles = 0;
+};
+
+class LcoreLoop {
+ public:
+  LcoreLoop(unsigned lcore, uint16_t slot, std::vector<RxSlot> rx, TxBufferSet tx,
+            const Forwarding* forwarding, std::optional<uint32_t> busy_poll_us, uint16_t burst);
+  ~LcoreLoop();
+  LcoreLoop(const LcoreLoop&) = delete;
+  LcoreLoop& operator=(const LcoreLoop&) = delete;
+
+  unsigned lcore() const { return lcore_; }
+  uint16_t slot() const { return slot_; }
+  // Runs until `stop` is set (then wake() it so a sleeping loop notices).
+  void run(const std::atomic<bool>& stop);
+  // One pass over every rx queue; returns the packets taken (tests drive the loop with it).
+  uint32_t poll_once(uint64_t now_tsc);
+  void wake();  // async-signal-safe
+
+  const WeightedPoller& poller() const { return poller_; }
+  const LcoreCounters& counters() const { return counters_; }
+
+ private:
+  void forward(RxSlot& slot, rte_mbuf** pkts, uint16_t count, uint64_t now_tsc);
+  void sleep_until_woken();
+
+  const unsigned lcore_;
+  const uint16_t slot_;
+  WeightedPoller poller_;
+  TxBufferSet tx_;
+  const Forwarding* const forwarding_;
+  const std::optional<uint32_t> busy_poll_us_;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  bool every_queue_can_wake_ = false;
+  LcoreCounters counters_;
+};
+
+}  // namespace vqs::app

@@ -1,0 +1,206 @@
+#include "switch.h"
+
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "ethdev_port.h"
+#include "guest_port.h"
+
+namespace vqs::app {
+namespace {
+
+constexpr uint32_t kMinMbufs = 8192;
+constexpr uint32_t kMempoolCache = 256;
+
+// Enough mbufs for every ring a NIC keeps full, a burst in flight per guest queue and tx buffer,
+// and the per-lcore caches.
+uint32_t mbufs_needed(const Config& config, const Plan& plan) {
+  uint64_t n = 0;
+  const uint64_t lcores = plan.lcores.size();
+  for (const PortConfig& p : config.ports) {
+    if (p.type == PortType::kEthdev) {
+      n += uint64_t{p.queues} * p.rx_descriptors + lcores * p.tx_descriptors;
+    } else {
+      n += uint64_t{p.queues} * 2 * config.burst;
+    }
+    n += lcores * config.burst;  // a tx buffer per lcore
+  }
+  n += (lcores + 1) * kMempoolCache * 3 / 2;
+  return static_cast<uint32_t>(std::clamp<uint64_t>(n, kMinMbufs, UINT32_MAX / 2));
+}
+
+int run_lcore(void* arg) {
+  auto* args = static_cast<std::pair<LcoreLoop*, const std::atomic<bool>*>*>(arg);
+  args->first->run(*args->second);
+  return 0;
+}
+
+}  // namespace
+
+uint64_t PortTotals::total_drops() const {
+  uint64_t sum = rx_missed + rx_nombuf + rx_errors + tx_errors;
+  for (uint64_t d : switch_drops) sum += d;
+  for (uint64_t d : datapath_drops) sum += d;
+  return sum;
+}
+
+std::unique_ptr<Switch> Switch::create(const Config& config, const Plan& plan,
+                                       std::string* error) {
+  std::unique_ptr<Switch> sw(new Switch(config, plan));
+  if (!sw->build(error)) return nullptr;
+  return sw;
+}
+
+bool Switch::build(std::string* error) {
+  const uint32_t mbufs = config_.mbufs != 0 ? config_.mbufs : mbufs_needed(config_, plan_);
+  pool_ = rte_pktmbuf_pool_create("vqswitch_mbufs", mbufs, kMempoolCache, 0,
+                                  RTE_MBUF_DEFAULT_BUF_SIZE, static_cast<int>(rte_socket_id()));
+  if (pool_ == nullptr) {
+    *error = "cannot create a pool of " + std::to_string(mbufs) +
+             " mbufs: " + rte_strerror(rte_errno) + " (eal.memory_mb too small?)";
+    return false;
+  }
+  bool sleeps = false;
+  for (const PlannedLcore& l : plan_.lcores) sleeps |= l.busy_poll_us.has_value();
+
+  const auto lcore_count = static_cast<uint16_t>(plan_.lcores.size());
+  for (uint16_t i = 0; i < config_.ports.size(); ++i) {
+    const PortConfig& pc = config_.ports[i];
+    std::string port_error;
+    std::unique_ptr<Port> port;
+    if (pc.type == PortType::kVhost) {
+      port = GuestPort::create(pc, i, pool_, &port_error);
+    } else {
+      port = EthdevPort::create(pc, i, lcore_count, config_.burst, sleeps, pool_, &port_error);
+    }
+    if (port == nullptr) {
+      *error = config_.file + ":" + std::to_string(pc.line) + ": ports[" + std::to_string(i) +
+               "] (" + pc.name + "): " + port_error;
+      return false;
+    }
+    ports_.push_back(std::move(port));
+  }
+
+  forwarding_.mode = config_.forwarding.mode;
+  forwarding_.xconnect_peer = plan_.xconnect_peer;
+  if (forwarding_.mode == ForwardingMode::kBridge) {
+    std::vector<VlanConfig> vlans;
+    for (const PortConfig& pc : config_.ports) vlans.push_back(pc.vlan);
+    bridge_ = L2Bridge::create(vlans, config_.forwarding.mac_table_size,
+                               config_.forwarding.mac_aging_s, lcore_count, error);
+    if (bridge_ == nullptr) return false;
+    forwarding_.bridge = bridge_.get();
+  } else {
+    forwarding_.xconnect_peer.resize(ports_.size(), -1);
+  }
+
+  for (const PlannedLcore& pl : plan_.lcores) {
+    std::vector<RxSlot> rx;
+    for (const PlannedRxQueue& q : pl.rx) {
+      RxSlot slot;
+      slot.port = ports_[q.port].get();
+      slot.queue = q.queue;
+      slot.weight = q.weight;
+      rx.push_back(slot);
+    }
+    std::vector<TxBufferSet::Output> outputs;
+    for (const auto& port : ports_) {
+      TxBufferSet::Output out;
+      out.port = port.get();
+      // The device may have fewer tx queues than asked for: then lcores share them.
+      const uint16_t txqs = port->tx_queue_count();
+      out.queue = static_cast<uint16_t>(pl.slot % txqs);
+      out.shared = lcore_count > txqs;
+      out.retries_max = config_.ports[port->index()].tx_retries_max;
+      outputs.push_back(out);
+    }
+    lcores_.push_back(std::make_unique<LcoreLoop>(pl.lcore, pl.slot, std::move(rx),
+                                                  TxBufferSet(std::move(outputs), config_.burst),
+                                                  &forwarding_, pl.busy_poll_us, config_.burst));
+  }
+  return true;
+}
+
+Switch::~Switch() {
+  lcores_.clear();
+  // Guests first: their datapath is disabled (no lcore runs any more) before the sockets go.
+  ports_.clear();
+  bridge_.reset();
+  if (pool_ != nullptr) rte_mempool_free(pool_);
+}
+
+void Switch::run(const std::atomic<bool>& stop, const std::function<void()>& control) {
+  for (const auto& port : ports_)
+    if (port->is_guest()) static_cast<GuestPort*>(port.get())->set_enabled(true);
+
+  std::vector<std::pair<LcoreLoop*, const std::atomic<bool>*>> args;
+  args.reserve(lcores_.size());
+  LcoreLoop* on_main = nullptr;
+  for (const auto& loop : lcores_) {
+    args.emplace_back(loop.get(), &stop);
+    if (loop->lcore() == rte_get_main_lcore()) {
+      on_main = loop.get();
+    } else {
+      rte_eal_remote_launch(run_lcore, &args.back(), loop->lcore());
+    }
+  }
+  if (on_main != nullptr) {
+    std::thread control_thread(control);
+    on_main->run(stop);
+    control_thread.join();
+  } else {
+    control();
+  }
+  rte_eal_mp_wait_lcore();
+
+  for (const auto& port : ports_)
+    if (port->is_guest()) static_cast<GuestPort*>(port.get())->set_enabled(false);
+}
+
+void Switch::wake_all() {
+  for (const auto& loop : lcores_) loop->wake();
+}
+
+void Switch::housekeeping() {
+  if (bridge_ != nullptr) bridge_->age(rte_rdtsc());
+}
+
+PortTotals Switch::totals(uint16_t index) const {
+  PortTotals t;
+  Port& port = *ports_[index];
+  auto add = [&t](const PortQueueCounters& c) {
+    t.rx_packets += c.rx_packets;
+    t.rx_bytes += c.rx_bytes;
+    t.tx_packets += c.tx_packets;
+    t.tx_bytes += c.tx_bytes;
+    t.tx_retries += c.tx_retries;
+    for (int r = 0; r < kSwitchDropCount; ++r) t.switch_drops[r] += c.drops[r];
+  };
+  for (uint16_t q = 0; q < port.rx_queue_count(); ++q) add(port.rx_counters(q));
+  for (uint16_t q = 0; q < port.tx_queue_count(); ++q) add(port.tx_counters(q));
+  if (port.is_guest()) {
+    const VhostDevice& device = static_cast<GuestPort&>(port).device();
+    for (uint16_t v = 0; v < device.vring_count(); ++v) {
+      const QueueStats& s = device.stats(v);
+      for (int r = 0; r < kDropReasonCount; ++r) t.datapath_drops[r] += s.drops[r];
+      t.mbuf_alloc_failures += s.mbuf_alloc_failures;
+      t.guest_notifications += s.guest_notifications;
+    }
+  } else {
+    rte_eth_stats s{};
+    if (rte_eth_stats_get(static_cast<EthdevPort&>(port).port_id(), &s) == 0) {
+      t.rx_missed = s.imissed;
+      t.rx_nombuf = s.rx_nombuf;
+      t.rx_errors = s.ierrors;
+      t.tx_errors = s.oerrors;
+    }
+  }
+  return t;
+}
+
+}  // namespace vqs::app

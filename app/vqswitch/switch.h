@@ -1,0 +1,68 @@
+// The running switch: the mbuf pool, the ports in config order, the bridge, and one LcoreLoop
+// per forwarding lcore, built from a Config and its Plan after EAL is up.
+#pragma once
+
+#include <rte_mempool.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "l2_bridge.h"
+#include "lcore_loop.h"
+#include "plan.h"
+#include "port.h"
+
+namespace vqs::app {
+
+// A port's counters summed over its queues (and, for a guest, the datapath's drop reasons).
+struct PortTotals {
+  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, tx_retries = 0;
+  uint64_t switch_drops[kSwitchDropCount] = {};
+  uint64_t datapath_drops[kDropReasonCount] = {};  // guests
+  uint64_t mbuf_alloc_failures = 0;                // guests: TX left in the ring for lack of mbufs
+  uint64_t rx_missed = 0, rx_nombuf = 0, rx_errors = 0, tx_errors = 0;  // NICs (rte_eth_stats)
+  uint64_t guest_notifications = 0;
+  uint64_t total_drops() const;
+};
+
+class Switch {
+ public:
+  // nullptr with `error` when a port or the pool cannot be created; nothing is left running.
+  static std::unique_ptr<Switch> create(const Config& config, const Plan& plan,
+                                        std::string* error);
+  ~Switch();
+
+  // Runs every lcore loop until `stop` is set, and `control` (statistics, aging) beside them: on
+  // the calling (main lcore) thread, or on a thread of its own when the main lcore forwards too.
+  // Returns when every loop and `control` have ended.
+  void run(const std::atomic<bool>& stop, const std::function<void()>& control);
+  void wake_all();  // async-signal-safe: wake sleeping loops so they see `stop`
+
+  const Config& config() const { return config_; }
+  const std::vector<std::unique_ptr<Port>>& ports() const { return ports_; }
+  const std::vector<std::unique_ptr<LcoreLoop>>& lcores() const { return lcores_; }
+  L2Bridge* bridge() const { return bridge_.get(); }
+  rte_mempool* pool() const { return pool_; }
+  PortTotals totals(uint16_t port) const;
+  // Control thread, periodically: bridge aging.
+  void housekeeping();
+
+ private:
+  Switch(const Config& config, const Plan& plan) : config_(config), plan_(plan) {}
+  bool build(std::string* error);
+
+  const Config config_;
+  const Plan plan_;
+  rte_mempool* pool_ = nullptr;
+  std::vector<std::unique_ptr<Port>> ports_;
+  std::unique_ptr<L2Bridge> bridge_;
+  Forwarding forwarding_;
+  std::vector<std::unique_ptr<LcoreLoop>> lcores_;
+  const std::atomic<bool>* stop_ = nullptr;
+};
+
+}  // namespace vqs::app

@@ -1,0 +1,90 @@
+// Weighted service of an lcore's rx queues. A visit to a queue ends when the queue is empty or
+// its packet weight or byte weight is spent, whichever comes first. Bytes taken beyond the
+// weight (the last packet of a visit may overshoot) are owed by the queue's next visit
+// (deficit round robin), so under overload each queue's share of the lcore follows its weights;
+// a queue found empty forgets its debt, as DRR does.
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "config.h"
+#include "port.h"
+
+namespace vqs::app {
+
+struct alignas(64) RxSlot {
+  Port* port = nullptr;
+  uint16_t queue = 0;
+  Weight weight;  // packets 0: 2 x the ring size, looked up at each visit
+  int64_t byte_debt = 0;
+  // Counters.
+  uint64_t visits_ended_by_weight = 0;
+  uint64_t visits_ended_empty = 0;
+};
+
+// Packet weight when neither the config nor the ring size gives one (a guest not connected yet).
+constexpr uint32_t kFallbackPacketWeight = 512;
+
+class WeightedPoller {
+ public:
+  WeightedPoller(std::vector<RxSlot> slots, uint16_t burst)
+      : slots_(std::move(slots)), burst_(burst) {}
+
+  std::vector<RxSlot>& slots() { return slots_; }
+  const std::vector<RxSlot>& slots() const { return slots_; }
+
+  // Visits `slot`, handing each burst to `forward(slot, pkts, count)`; returns the packets taken.
+  template <typename Forward>
+  uint32_t visit(RxSlot& slot, Forward&& forward) {
+    uint32_t packet_budget = slot.weight.packets;
+    if (packet_budget == 0) {
+      const uint32_t ring = slot.port->rx_ring_size(slot.queue);
+      packet_budget = ring != 0 ? 2 * ring : kFallbackPacketWeight;
+    }
+    int64_t byte_budget = static_cast<int64_t>(slot.weight.bytes) - slot.byte_debt;
+    uint32_t taken = 0;
+    rte_mbuf* pkts[kMaxBurst];
+    while (true) {
+      if (byte_budget <= 0 || packet_budget == 0) {
+        // Spent (possibly by a debt larger than one weight): owe what is left over.
+        slot.byte_debt = byte_budget < 0 ? -byte_budget : 0;
+        ++slot.visits_ended_by_weight;
+        break;
+      }
+      const auto want = static_cast<uint16_t>(std::min<uint32_t>(burst_, packet_budget));
+      const BurstResult r = slot.port->rx_burst(slot.queue, pkts, want,
+                                                static_cast<uint32_t>(byte_budget));
+      if (r.packets == 0) {
+        slot.byte_debt = 0;
+        ++slot.visits_ended_empty;
+        break;
+      }
+      forward(slot, pkts, r.packets);
+      taken += r.packets;
+      packet_budget -= r.packets;
+      byte_budget -= r.bytes;
+      PortQueueCounters& counters = slot.port->rx_counters(slot.queue);
+      counters.rx_packets += r.packets;
+      counters.rx_bytes += r.bytes;
+      // A short burst that neither weight cut: the queue had no more.
+      if (r.packets < want && byte_budget > 0) {
+        slot.byte_debt = 0;
+        ++slot.visits_ended_empty;
+        break;
+      }
+    }
+    return taken;
+  }
+
+  static constexpr uint16_t kMaxBurst = 64;
+
+ private:
+  std::vector<RxSlot> slots_;
+  const uint16_t burst_;
+};
+
+}  // namespace vqs::app

@@ -1,0 +1,340 @@
+// vqswitch against real peers, in this process: DPDK virtio_user guests on the switch's
+// vhost-user sockets (bridge and xconnect, every byte compared), the Linux kernel through a
+// net_tap port (a kernel ping answered by a guest across the bridge), hundreds of guests on one
+// switch, and the telemetry commands over DPDK's telemetry socket.
+#include <arpa/inet.h>
+#include <rte_cycles.h>
+#include <rte_ether.h>
+#include <rte_ip.h>
+#include <rte_lcore.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <thread>
+
+#include "../interop/port_pair.h"
+#include "config.h"
+#include "plan.h"
+#include "switch.h"
+#include "telemetry.h"
+
+namespace vqs::app::test {
+namespace {
+
+using vqs::test::free_all;
+using vqs::test::make_packet;
+using vqs::test::packet_bytes;
+using vqs::test::receive;
+using vqs::test::send_all;
+using vqs::test::start_vdev_port;
+using vqs::test::stop_vdev_port;
+
+std::string run_dir() { return std::getenv("VQS_TEST_RUN_DIR"); }
+
+int serial = 0;
+
+// A switch from YAML text, its loops running on lcore 1 until destroyed.
+class RunningSwitch {
+ public:
+  explicit RunningSwitch(const std::string& yaml) {
+    std::string error;
+    auto config = parse_config(yaml, "test.yaml", &error);
+    INFO(error);
+    REQUIRE(config.has_value());
+    auto plan = make_plan(*config, &error);
+    INFO(error);
+    REQUIRE(plan.has_value());
+    sw_ = Switch::create(*config, *plan, &error);
+    INFO(error);
+    REQUIRE(sw_ != nullptr);
+    runner_ = std::thread([this] {
+      sw_->run(stop_, [this] {
+        while (!stop_.load()) {
+          sw_->housekeeping();
+          rte_delay_ms(5);
+        }
+      });
+    });
+  }
+  ~RunningSwitch() {
+    stop_.store(true);
+    sw_->wake_all();
+    runner_.join();
+  }
+  Switch& get() { return *sw_; }
+  bool wait_link(uint16_t port, int timeout_ms = 5000) {
+    const uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz() * timeout_ms / 1000;
+    while (rte_get_timer_cycles() < end) {
+      if (sw_->ports()[port]->link_up()) return true;
+      rte_delay_ms(1);
+    }
+    return false;
+  }
+
+ private:
+  std::unique_ptr<Switch> sw_;
+  std::atomic<bool> stop_{false};
+  std::thread runner_;
+};
+
+std::string socket_path(const std::string& name) { return run_dir() + "/" + name + ".sock"; }
+
+std::string vhost_port_yaml(const std::string& name, const std::string& extra = "") {
+  return "  - {name: " + name + ", type: vhost, socket: " + socket_path(name) + extra + "}\n";
+}
+
+// A DPDK virtio_user guest on a switch socket.
+class Guest {
+ public:
+  explicit Guest(const std::string& port_name, bool mrg = true) {
+    name_ = "net_virtio_user" + std::to_string(serial++);
+    port_ = start_vdev_port(name_,
+                            "path=" + socket_path(port_name) +
+                                ",queues=1,queue_size=256,mrg_rxbuf=" + (mrg ? "1" : "0"),
+                            1, 0, 0, 9000);
+  }
+  ~Guest() { stop_vdev_port(port_, name_); }
+  uint16_t port() const { return port_; }
+
+ private:
+  std::string name_;
+  uint16_t port_;
+};
+
+void set_macs(rte_mbuf* m, const rte_ether_addr& dst, const rte_ether_addr& src) {
+  auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+  eth->dst_addr = dst;
+  eth->src_addr = src;
+}
+
+const rte_ether_addr kMacA = {{0x02, 0, 0, 0, 0xa, 1}};
+const rte_ether_addr kMacB = {{0x02, 0, 0, 0, 0xb, 1}};
+
+// Sends `sizes` from guest `from` to guest `to` and checks every byte arrives unchanged.
+void exchange(const Guest& from, const Guest& to, const rte_ether_addr& dst,
+              const rte_ether_addr& src, const std::vector<uint32_t>& sizes, uint32_t seed) {
+  std::vector<rte_mbuf*> pkts;
+  std::vector<std::vector<uint8_t>> expected;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    rte_mbuf* m = make_packet(sizes[i], seed + static_cast<uint32_t>(i));
+    set_macs(m, dst, src);
+    expected.push_back(packet_bytes(m));
+    pkts.push_back(m);
+  }
+  std::vector<rte_mbuf*> got;
+  // Few at a time: the receiving guest's ring holds 256 buffers.
+  for (size_t i = 0; i < pkts.size(); i += 32) {
+    const size_t n = std::min<size_t>(32, pkts.size() - i);
+    REQUIRE(send_all(from.port(), 0, {pkts.begin() + i, pkts.begin() + i + n}) == n);
+    auto burst = receive(to.port(), 0, n);
+    got.insert(got.end(), burst.begin(), burst.end());
+  }
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("packet " << i << " of " << sizes[i] << " bytes");
+    CHECK(packet_bytes(got[i]) == expected[i]);
+  }
+  free_all(got);
+}
+
+std::vector<uint32_t> all_sizes() {
+  std::vector<uint32_t> sizes;
+  for (uint32_t len = 60; len <= 9018; len += len < 200 ? 1 : 97) sizes.push_back(len);
+  sizes.push_back(9018);
+  return sizes;
+}
+
+TEST_CASE("bridge: two virtio_user guests exchange frames of 60..9018 bytes, every byte intact") {
+  RunningSwitch sw("version: 1\neal: {cores: \"0-1\"}\nports:\n" + vhost_port_yaml("br0a") +
+                   vhost_port_yaml("br0b") +
+                   "lcores: [{lcore: 1, rx: auto}]\nforwarding: {mode: bridge}\n");
+  Guest a("br0a"), b("br0b");
+  REQUIRE(sw.wait_link(0));
+  REQUIRE(sw.wait_link(1));
+  // Unknown destination: flooded (to b, the only other port); then both MACs are learned.
+  exchange(a, b, kMacB, kMacA, {60}, 1);
+  exchange(b, a, kMacA, kMacB, {60}, 2);
+  const std::vector<uint32_t> sizes = all_sizes();
+  exchange(a, b, kMacB, kMacA, sizes, 100);
+  exchange(b, a, kMacA, kMacB, sizes, 200);
+  // Broadcast reaches the other guest.
+  exchange(a, b, {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}, kMacA, {60, 1514}, 300);
+  const BridgeCounters c = sw.get().bridge()->counters();
+  CHECK(c.learned == 2);
+  CHECK(c.entries == 2);
+  const PortTotals ta = sw.get().totals(0), tb = sw.get().totals(1);
+  CHECK(ta.total_drops() == 0);
+  CHECK(tb.total_drops() == 0);
+  CHECK(ta.rx_packets == 1 + sizes.size() + 2);
+  CHECK(tb.tx_packets == ta.rx_packets);
+}
+
+TEST_CASE("xconnect: guest to guest both ways, without mergeable buffers on one side") {
+  RunningSwitch sw("version: 1\neal: {cores: \"0-1\"}\nports:\n" + vhost_port_yaml("xc0a") +
+                   vhost_port_yaml("xc0b") +
+                   "lcores: [{lcore: 1, rx: auto}]\n"
+                   "forwarding: {mode: xconnect, pairs: [[xc0a, xc0b]]}\n");
+  Guest a("xc0a"), b("xc0b", /*mrg=*/false);
+  REQUIRE(sw.wait_link(0));
+  REQUIRE(sw.wait_link(1));
+  std::vector<uint32_t> sizes;
+  for (uint32_t len = 60; len <= 1514; len += 41) sizes.push_back(len);
+  exchange(a, b, kMacB, kMacA, sizes, 7);
+  exchange(b, a, kMacA, kMacB, sizes, 8);
+  CHECK(sw.get().totals(0).total_drops() == 0);
+  CHECK(sw.get().totals(1).total_drops() == 0);
+}
+
+TEST_CASE("one switch serves 256 guests; the first and the last exchange traffic") {
+  std::string yaml = "version: 1\neal: {cores: \"0-1\"}\nports:\n";
+  for (int i = 0; i < 256; ++i) yaml += vhost_port_yaml("many" + std::to_string(i));
+  yaml += "lcores: [{lcore: 1, rx: auto}]\nforwarding: {mode: bridge}\n";
+  RunningSwitch sw(yaml);
+  REQUIRE(sw.get().ports().size() == 256);
+  Guest a("many0"), b("many255");
+  REQUIRE(sw.wait_link(0));
+  REQUIRE(sw.wait_link(255));
+  exchange(a, b, kMacB, kMacA, {60, 1000, 1514}, 11);
+  exchange(b, a, kMacA, kMacB, {60, 1000, 1514}, 12);
+  // Until b spoke, its MAC was unknown: a's 3 frames were flooded to 255 ports, 254 of them
+  // without a guest.
+  uint64_t link_down = 0;
+  for (uint16_t p = 1; p < 255; ++p)
+    link_down += sw.get().totals(p).switch_drops[static_cast<int>(SwitchDrop::kLinkDown)];
+  CHECK(link_down == 3 * 254);
+}
+
+// --- The kernel through net_tap: ping answered by a guest. ---
+
+uint16_t ip_checksum(const void* data, size_t len) {
+  return static_cast<uint16_t>(~rte_raw_cksum(data, len));
+}
+
+// Answers ARP requests and ICMP echo requests for `ip` with `mac` on the guest, until `stop`.
+void responder(uint16_t port, rte_ether_addr mac, uint32_t ip, std::atomic<bool>* stop,
+               std::atomic<int>* echoes) {
+  while (!stop->load()) {
+    rte_mbuf* pkts[32];
+    const uint16_t n = rte_eth_rx_burst(port, 0, pkts, 32);
+    for (uint16_t i = 0; i < n; ++i) {
+      rte_mbuf* m = pkts[i];
+      auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+      bool reply = false;
+      if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
+        auto* arp = reinterpret_cast<rte_arp_hdr*>(eth + 1);
+        if (arp->arp_opcode == rte_cpu_to_be_16(RTE_ARP_OP_REQUEST) &&
+            arp->arp_data.arp_tip == rte_cpu_to_be_32(ip)) {
+          arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
+          arp->arp_data.arp_tha = arp->arp_data.arp_sha;
+          arp->arp_data.arp_tip = arp->arp_data.arp_sip;
+          arp->arp_data.arp_sha = mac;
+          arp->arp_data.arp_sip = rte_cpu_to_be_32(ip);
+          reply = true;
+        }
+      } else if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
+        auto* ipv4 = reinterpret_cast<rte_ipv4_hdr*>(eth + 1);
+        const size_t ihl = (ipv4->version_ihl & 0xf) * 4;
+        auto* icmp = reinterpret_cast<uint8_t*>(ipv4) + ihl;
+        if (ipv4->next_proto_id == IPPROTO_ICMP && ipv4->dst_addr == rte_cpu_to_be_32(ip) &&
+            icmp[0] == 8) {
+          std::swap(ipv4->src_addr, ipv4->dst_addr);
+          ipv4->hdr_checksum = 0;
+          ipv4->hdr_checksum = ip_checksum(ipv4, ihl);
+          icmp[0] = 0;  // echo reply
+          icmp[2] = icmp[3] = 0;
+          const size_t icmp_len = rte_be_to_cpu_16(ipv4->total_length) - ihl;
+          const uint16_t sum = ip_checksum(icmp, icmp_len);
+          std::memcpy(icmp + 2, &sum, 2);
+          reply = true;
+          echoes->fetch_add(1);
+        }
+      }
+      if (!reply) {
+        rte_pktmbuf_free(m);
+        continue;
+      }
+      eth->dst_addr = eth->src_addr;
+      eth->src_addr = mac;
+      if (rte_eth_tx_burst(port, 0, &m, 1) != 1) rte_pktmbuf_free(m);
+    }
+    if (n == 0) rte_delay_us_sleep(100);
+  }
+}
+
+int shell(const std::string& cmd) {
+  INFO(cmd);
+  return std::system(cmd.c_str());
+}
+
+TEST_CASE("the kernel pings a guest through a net_tap port and the bridge") {
+  const std::string tap = "vqst" + std::to_string(getpid() % 100000);
+  RunningSwitch sw("version: 1\neal: {cores: \"0-1\"}\nports:\n" + vhost_port_yaml("tapvm") +
+                   "  - {name: kernel, type: ethdev, device: \"net_tap" +
+                   std::to_string(serial++) + ",iface=" + tap +
+                   "\"}\nlcores: [{lcore: 1, rx: auto}]\nforwarding: {mode: bridge}\n");
+  Guest guest("tapvm");
+  REQUIRE(sw.wait_link(0));
+  REQUIRE(shell("ip addr add 10.213.0.1/24 dev " + tap + " && ip link set " + tap + " up") == 0);
+  const rte_ether_addr guest_mac = {{0x02, 0x42, 0, 0, 0, 7}};
+  std::atomic<bool> stop{false};
+  std::atomic<int> echoes{0};
+  std::thread answer(responder, guest.port(), guest_mac, 0x0ad50002u, &stop, &echoes);
+  const int rc = shell("ping -c 3 -i 0.2 -W 2 -I " + tap + " 10.213.0.2 >/dev/null");
+  stop.store(true);
+  answer.join();
+  CHECK(rc == 0);
+  CHECK(echoes.load() >= 3);
+  CHECK(sw.get().totals(0).tx_packets >= 4);  // ARP and 3 echo requests reached the guest
+}
+
+// --- Telemetry over DPDK's socket, as dpdk-telemetry.py speaks it. ---
+
+std::string telemetry(const std::string& command) {
+  const std::string path =
+      std::string("/var/run/dpdk/") + std::getenv("VQS_TEST_FILE_PREFIX") + "/dpdk_telemetry.v2";
+  const int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  std::string buf(65536, '\0');
+  REQUIRE(read(fd, buf.data(), buf.size()) > 0);  // the greeting
+  REQUIRE(write(fd, command.data(), command.size()) == static_cast<ssize_t>(command.size()));
+  const ssize_t n = read(fd, buf.data(), buf.size());
+  close(fd);
+  REQUIRE(n > 0);
+  return buf.substr(0, static_cast<size_t>(n));
+}
+
+TEST_CASE("telemetry: /vqswitch/ports, /vqswitch/lcores and /vqswitch/queues answer") {
+  RunningSwitch sw("version: 1\neal: {cores: \"0-1\"}\nports:\n" + vhost_port_yaml("tel0a") +
+                   vhost_port_yaml("tel0b") +
+                   "lcores: [{lcore: 1, rx: auto}]\n"
+                   "forwarding: {mode: xconnect, pairs: [[tel0a, tel0b]]}\n");
+  telemetry_attach(&sw.get());
+  Guest a("tel0a"), b("tel0b");
+  REQUIRE(sw.wait_link(0));
+  REQUIRE(sw.wait_link(1));
+  exchange(a, b, kMacB, kMacA, {60, 60, 60}, 5);
+  const std::string list = telemetry("/vqswitch/ports");
+  CHECK(list == "{\"/vqswitch/ports\": [\"tel0a\", \"tel0b\"]}");
+  const std::string port = telemetry("/vqswitch/ports,tel0a");
+  CHECK(port.find("\"rx_packets\": 3") != std::string::npos);
+  CHECK(port.find("\"link\": \"up\"") != std::string::npos);
+  CHECK(port.find("\"no_guest_buffer\": 0") != std::string::npos);
+  CHECK(telemetry("/vqswitch/lcores").find("\"lcore1\": {\"rx_queues\": 2") != std::string::npos);
+  const std::string queues = telemetry("/vqswitch/queues,tel0b");
+  CHECK(queues.find("\"tel0b:0\"") != std::string::npos);
+  CHECK(queues.find("tel0a") == std::string::npos);
+  telemetry_attach(nullptr);
+  CHECK(telemetry("/vqswitch/ports") == "{\"/vqswitch/ports\": []}");
+}
+
+}  // namespace
+}  // namespace vqs::app::test

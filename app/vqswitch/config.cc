@@ -1,1 +1,715 @@
+// YAML -> Config: a strict schema walk. Every value is checked where it is read, so that the first
+// problem is reported with the position and key path of the value (or key) to blame.
 #include "config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <sstream>
+#include <string_view>
+#include <utility>
+
+#include "plan.h"
+
+namespace vqs::app {
+
+const char* port_type_name(PortType type) { return type == PortType::kVhost ? "vhost" : "ethdev"; }
+
+const char* vlan_mode_name(VlanMode mode) {
+  switch (mode) {
+    case VlanMode::kNone:
+      return "none";
+    case VlanMode::kAccess:
+      return "access";
+    case VlanMode::kTrunk:
+      return "trunk";
+  }
+  return "?";
+}
+
+const char* forwarding_mode_name(ForwardingMode mode) {
+  return mode == ForwardingMode::kXconnect ? "xconnect" : "bridge";
+}
+
+namespace {
+
+std::string format_error(const std::string& file, SourcePos pos, const std::string& key,
+                         const std::string& message) {
+  std::string out = file;
+  if (pos.line > 0) out += ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column);
+  out += ": ";
+  if (!key.empty()) out += key + ": ";
+  return out + message;
+}
+
+}  // namespace
+
+std::string Config::error_at(const std::string& key, const std::string& message) const {
+  std::string at = key;
+  while (!at.empty()) {
+    auto it = positions.find(at);
+    if (it != positions.end()) return format_error(file, it->second, key, message);
+    size_t cut = at.find_last_of(".[");
+    if (cut == std::string::npos) break;
+    at.resize(cut);
+  }
+  return format_error(file, {}, key, message);
+}
+
+namespace {
+
+// The walk stops at the first problem; throwing it keeps every check a one-liner (yaml-cpp throws
+// anyway, so parse_config has a try block regardless).
+struct LoadError {
+  SourcePos pos;
+  std::string key;
+  std::string message;
+};
+
+SourcePos pos_of(const YAML::Mark& mark) {
+  return {std::max(mark.line, 0) + 1, std::max(mark.column, 0) + 1};
+}
+
+std::string quoted(const std::string& text) {
+  constexpr size_t kMax = 48;
+  if (text.size() <= kMax) return "\"" + text + "\"";
+  return "\"" + text.substr(0, kMax) + "...\"";
+}
+
+bool is_plain(const YAML::Node& node) { return node.Tag() == "?"; }
+
+// "got ..." for type errors.
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return "nothing";
+    case YAML::NodeType::Sequence:
+      return "a sequence";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Scalar:
+      return is_plain(node) ? quoted(node.Scalar()) : "the quoted string " + quoted(node.Scalar());
+  }
+  return "?";
+}
+
+std::string range(int64_t lo, int64_t hi) { return std::to_string(lo) + ".." + std::to_string(hi); }
+
+bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// A node, the key path that leads to it ("ports[1].queues") and where to blame it.
+struct Value {
+  YAML::Node node;
+  std::string path;
+  SourcePos pos;
+};
+
+class Loader;
+
+// One mapping's entries in file order. Unknown and duplicate keys are rejected on construction,
+// so lookups only ever see the schema's keys.
+class MapView {
+ public:
+  MapView(Loader& loader, const Value& map, std::initializer_list<std::string_view> known);
+
+  const Value* find(std::string_view key) const;
+  // Absent: an error at the mapping, naming the key.
+  const Value& require(std::string_view key) const;
+  // Present: an error at the key, `why` saying where it belongs ("only for vhost ports").
+  void forbid(std::string_view key, const std::string& why) const;
+  const Value& map() const { return map_; }
+
+ private:
+  struct Entry {
+    std::string key;
+    SourcePos key_pos;
+    Value value;
+  };
+  const Entry* entry(std::string_view key) const;
+
+  Loader& loader_;
+  Value map_;
+  std::vector<Entry> entries_;
+};
+
+class Loader {
+ public:
+  explicit Loader(Config* config) : config_(*config) {}
+
+  void load(const YAML::Node& root);
+
+  [[noreturn]] void fail(SourcePos pos, const std::string& key, const std::string& message) const {
+    throw LoadError{pos, key, message};
+  }
+  [[noreturn]] void fail(const Value& v, const std::string& message) const {
+    fail(v.pos, v.path, message);
+  }
+
+  // Every value the walk visits is remembered for Config::error_at.
+  Value visit(YAML::Node node, std::string path, SourcePos pos) {
+    config_.positions[path] = pos;
+    return Value{std::move(node), std::move(path), pos};
+  }
+
+ private:
+  // Typed reads: wrong types and out-of-range values fail at the value.
+  void expect_map(const Value& v) const;
+  void expect_sequence(const Value& v) const;
+  std::vector<Value> elements(const Value& v);
+  int64_t read_integer(const Value& v) const;
+  int64_t read_int(const Value& v, int64_t lo, int64_t hi) const;
+  bool read_bool(const Value& v) const;
+  std::string read_string(const Value& v) const;
+  // One of `choices` (the first is index 0), or an error listing them.
+  size_t read_choice(const Value& v, std::initializer_list<const char*> choices) const;
+
+  void read_eal(const Value& v);
+  void read_port(const Value& v);
+  void read_vhost(const MapView& m, PortConfig* port);
+  void read_ethdev(const MapView& m, PortConfig* port);
+  Weight read_weight(const Value& v, Weight base);
+  VlanConfig read_vlan(const Value& v);
+  void read_lcore(const Value& v);
+  RxQueueRef read_rx_queue(const Value& v);
+  void read_pairs(const Value& v);
+  // The port `v` names, or an error at `v`.
+  const PortConfig& port_named(const Value& v, const std::string& name) const;
+
+  Config& config_;
+};
+
+MapView::MapView(Loader& loader, const Value& map, std::initializer_list<std::string_view> known)
+    : loader_(loader), map_(map) {
+  for (auto it = map.node.begin(); it != map.node.end(); ++it) {
+    SourcePos key_pos = pos_of(it->first.Mark());
+    if (!it->first.IsScalar())
+      loader.fail(key_pos, map.path, "keys must be names, got " + describe(it->first));
+    std::string key = it->first.Scalar();
+    std::string path = map.path.empty() ? key : map.path + "." + key;
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      loader.fail(key_pos, path, "unknown key");
+    if (const Entry* first = entry(key))
+      loader.fail(key_pos, path,
+                  "duplicate key (first at line " + std::to_string(first->key_pos.line) + ")");
+    // An empty value's mark is where the next token starts; blame the key instead.
+    SourcePos value_pos = pos_of(it->second.Mark());
+    if (it->second.IsNull() && value_pos.line != key_pos.line) value_pos = key_pos;
+    entries_.push_back({key, key_pos, loader.visit(it->second, path, value_pos)});
+  }
+}
+
+const MapView::Entry* MapView::entry(std::string_view key) const {
+  for (const Entry& e : entries_)
+    if (e.key == key) return &e;
+  return nullptr;
+}
+
+const Value* MapView::find(std::string_view key) const {
+  const Entry* e = entry(key);
+  return e ? &e->value : nullptr;
+}
+
+const Value& MapView::require(std::string_view key) const {
+  if (const Value* v = find(key)) return *v;
+  std::string path = map_.path.empty() ? std::string(key) : map_.path + "." + std::string(key);
+  loader_.fail(map_.pos, path, "required key missing");
+}
+
+void MapView::forbid(std::string_view key, const std::string& why) const {
+  if (const Entry* e = entry(key)) loader_.fail(e->key_pos, e->value.path, why);
+}
+
+void Loader::expect_map(const Value& v) const {
+  if (!v.node.IsMap()) fail(v, "expected a mapping, got " + describe(v.node));
+}
+
+void Loader::expect_sequence(const Value& v) const {
+  if (!v.node.IsSequence()) fail(v, "expected a sequence, got " + describe(v.node));
+}
+
+std::vector<Value> Loader::elements(const Value& v) {
+  expect_sequence(v);
+  std::vector<Value> out;
+  size_t i = 0;
+  for (auto it = v.node.begin(); it != v.node.end(); ++it, ++i) {
+    SourcePos pos = pos_of(it->Mark());
+    if (it->IsNull() && pos.line != v.pos.line) pos = v.pos;  // "- " with nothing after it
+    out.push_back(visit(*it, v.path + "[" + std::to_string(i) + "]", pos));
+  }
+  return out;
+}
+
+int64_t Loader::read_integer(const Value& v) const {
+  const YAML::Node& n = v.node;
+  bool tagged_int = n.Tag() == "?" || n.Tag() == "tag:yaml.org,2002:int";
+  if (!n.IsScalar() || !tagged_int) fail(v, "expected an integer, got " + describe(n));
+  const std::string& text = n.Scalar();
+  size_t i = (!text.empty() && (text[0] == '-' || text[0] == '+')) ? 1 : 0;
+  if (i == text.size()) fail(v, "expected an integer, got " + describe(n));
+  int64_t value = 0;
+  for (size_t j = i; j < text.size(); ++j) {
+    if (!std::isdigit(static_cast<unsigned char>(text[j])))
+      fail(v, "expected an integer, got " + describe(n));
+    // Saturate: any range check then fails and prints the text as written.
+    if (value < std::numeric_limits<int64_t>::max() / 10 - 9)
+      value = value * 10 + (text[j] - '0');
+    else
+      value = std::numeric_limits<int64_t>::max();
+  }
+  return text[0] == '-' ? -value : value;
+}
+
+int64_t Loader::read_int(const Value& v, int64_t lo, int64_t hi) const {
+  int64_t value = read_integer(v);
+  if (value < lo || value > hi) fail(v, "must be " + range(lo, hi) + ", got " + v.node.Scalar());
+  return value;
+}
+
+bool Loader::read_bool(const Value& v) const {
+  // YAML 1.2's core schema: yaml-cpp would also take yes/no/on/off, which YAML 1.2 reads as
+  // strings.
+  if (v.node.IsScalar() && is_plain(v.node)) {
+    const std::string& s = v.node.Scalar();
+    if (s == "true" || s == "True" || s == "TRUE") return true;
+    if (s == "false" || s == "False" || s == "FALSE") return false;
+  }
+  fail(v, "expected true or false, got " + describe(v.node));
+}
+
+std::string Loader::read_string(const Value& v) const {
+  if (!v.node.IsScalar()) fail(v, "expected a string, got " + describe(v.node));
+  return v.node.Scalar();
+}
+
+size_t Loader::read_choice(const Value& v, std::initializer_list<const char*> choices) const {
+  std::string s = read_string(v);
+  std::string list;
+  size_t i = 0;
+  for (const char* c : choices) {
+    if (s == c) return i;
+    list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(c);
+    ++i;
+  }
+  fail(v, "must be " + list + ", got " + quoted(s));
+}
+
+const PortConfig& Loader::port_named(const Value& v, const std::string& name) const {
+  const PortConfig* port = config_.find_port(name);
+  if (!port) fail(v, "unknown port " + quoted(name));
+  return *port;
+}
+
+// [A-Za-z0-9_.-]{1,max_size}: safe in messages, file names and the "port:queue" syntax.
+bool valid_name(const std::string& name, size_t max_size) {
+  if (name.empty() || name.size() > max_size) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  });
+}
+
+// A PCI address or a vdev, optionally with devargs: "0000:01:00.0", "net_tap0,iface=t0".
+bool valid_device(const std::string& device) {
+  std::string name = device.substr(0, device.find(','));
+  if (name.empty()) return false;
+  bool name_ok = std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':' || c == '.';
+  });
+  bool args_ok = std::none_of(device.begin(), device.end(),
+                              [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
+  return name_ok && args_ok;
+}
+
+// EAL options the loader sets from its own keys; passing them in eal.args would contradict them.
+const char* eal_option_owner(const std::string& arg) {
+  static const std::pair<const char*, const char*> kOwned[] = {
+      {"-l", "eal.cores"},       {"-c", "eal.cores"},
+      {"--lcores", "eal.cores"}, {"--main-lcore", "eal.main_lcore"},
+      {"-m", "eal.memory_mb"},   {"--file-prefix", "eal.file_prefix"},
+      {"--no-huge", "eal.huge"}};
+  for (const auto& [option, key] : kOwned) {
+    std::string_view o(option);
+    if (arg == o) return key;
+    // "--file-prefix=x"; short options also glue their value on ("-l0-1").
+    if (arg.size() > o.size() && arg.compare(0, o.size(), o) == 0 &&
+        (o[1] != '-' || arg[o.size()] == '='))
+      return key;
+  }
+  return nullptr;
+}
+
+void Loader::load(const YAML::Node& root) {
+  Value top = visit(root, "", {1, 1});
+  if (root.IsNull()) fail(top, "empty configuration (expected a mapping with version: 1)");
+  if (!root.IsMap()) fail(top, "expected a mapping at the top level, got " + describe(root));
+  MapView m(
+      *this, top,
+      {"version", "eal", "mbufs", "burst", "stats_interval_s", "ports", "lcores", "forwarding"});
+
+  const Value& version = m.require("version");
+  config_.version = static_cast<int>(read_integer(version));
+  if (config_.version != kConfigVersion)
+    fail(version, "unsupported version " + version.node.Scalar() + ", this vqswitch reads " +
+                      std::to_string(kConfigVersion));
+
+  if (const Value* v = m.find("eal")) read_eal(*v);
+  if (const Value* v = m.find("mbufs")) {
+    int64_t mbufs = read_integer(*v);
+    if (mbufs != 0 && (mbufs < 1024 || mbufs > 16777216))
+      fail(*v, "must be 0 (auto) or 1024..16777216, got " + v->node.Scalar());
+    config_.mbufs = static_cast<uint32_t>(mbufs);
+  }
+  if (const Value* v = m.find("burst")) config_.burst = read_int(*v, 1, 64);
+  if (const Value* v = m.find("stats_interval_s"))
+    config_.stats_interval_s = read_int(*v, 0, 86400);
+
+  // The forwarding mode first: which port keys are allowed depends on it.
+  const Value& forwarding = m.require("forwarding");
+  expect_map(forwarding);
+  MapView f(*this, forwarding, {"mode", "pairs", "mac_table_size", "mac_aging_s"});
+  ForwardingConfig& fw = config_.forwarding;
+  fw.mode = read_choice(f.require("mode"), {"xconnect", "bridge"}) == 0 ? ForwardingMode::kXconnect
+                                                                        : ForwardingMode::kBridge;
+
+  const Value& ports = m.require("ports");
+  std::vector<Value> port_values = elements(ports);
+  if (port_values.empty() || port_values.size() > kMaxPorts)
+    fail(ports, "must have 1.." + std::to_string(kMaxPorts) + " entries, got " +
+                    std::to_string(port_values.size()));
+  for (const Value& port : port_values) read_port(port);
+
+  if (const Value* v = m.find("lcores")) {
+    std::vector<Value> lcores = elements(*v);
+    if (lcores.empty() || lcores.size() > kMaxLcores)
+      fail(*v, "must have 1.." + std::to_string(kMaxLcores) + " entries, got " +
+                   std::to_string(lcores.size()) + " (leave lcores out for the default placement)");
+    for (const Value& lcore : lcores) read_lcore(lcore);
+  }
+
+  if (fw.mode == ForwardingMode::kXconnect) {
+    f.forbid("mac_table_size", "only in bridge mode");
+    f.forbid("mac_aging_s", "only in bridge mode");
+    read_pairs(f.require("pairs"));
+  } else {
+    f.forbid("pairs", "only in xconnect mode");
+    if (const Value* v = f.find("mac_table_size")) fw.mac_table_size = read_int(*v, 16, 1 << 20);
+    if (const Value* v = f.find("mac_aging_s")) fw.mac_aging_s = read_int(*v, 0, 86400);
+  }
+}
+
+void Loader::read_eal(const Value& v) {
+  expect_map(v);
+  MapView m(*this, v, {"cores", "main_lcore", "memory_mb", "file_prefix", "huge", "args"});
+  EalConfig& eal = config_.eal;
+  std::optional<std::vector<unsigned>> cores = parse_core_list(eal.cores);
+  if (const Value* c = m.find("cores")) {
+    eal.cores = read_string(*c);
+    cores = parse_core_list(eal.cores);
+    if (!cores)
+      fail(*c, "must be lcore ids below " + std::to_string(kMaxLcores) +
+                   " and ascending ranges like \"0-3,6\", each once, got " + quoted(eal.cores));
+  }
+  if (const Value* c = m.find("main_lcore")) {
+    eal.main_lcore = static_cast<unsigned>(read_int(*c, 0, kMaxLcores - 1));
+    if (std::find(cores->begin(), cores->end(), *eal.main_lcore) == cores->end())
+      fail(*c, "lcore " + std::to_string(*eal.main_lcore) + " is not in eal.cores " +
+                   quoted(eal.cores));
+  }
+  if (const Value* c = m.find("memory_mb")) eal.memory_mb = read_int(*c, 64, 1048576);
+  if (const Value* c = m.find("file_prefix")) {
+    eal.file_prefix = read_string(*c);
+    if (!valid_name(eal.file_prefix, 64))
+      fail(*c, "must be 1..64 characters of A-Z a-z 0-9 _ . -, got " + quoted(eal.file_prefix));
+  }
+  if (const Value* c = m.find("huge")) eal.huge = read_bool(*c);
+  if (const Value* c = m.find("args")) {
+    for (const Value& arg : elements(*c)) {
+      std::string s = read_string(arg);
+      if (const char* owner = eal_option_owner(s))
+        fail(arg, quoted(s) + " is set from " + owner + ", not through eal.args");
+      eal.args.push_back(std::move(s));
+    }
+  }
+}
+
+void Loader::read_port(const Value& v) {
+  expect_map(v);
+  MapView m(*this, v,
+            {"name", "type", "socket", "mode", "reconnect", "queues", "tso", "weight",
+             "notify_coalesce", "refill_threshold", "tx_retries_max", "vlan", "device",
+             "rx_descriptors", "tx_descriptors", "rx_free_thresh", "mtu"});
+  PortConfig port;
+  port.line = v.pos.line;
+
+  const Value& name = m.require("name");
+  port.name = read_string(name);
+  if (!valid_name(port.name, 32))
+    fail(name, "must be 1..32 characters of A-Z a-z 0-9 _ . -, got " + quoted(port.name));
+  int other = config_.port_index(port.name);
+  if (other >= 0)
+    fail(name, "duplicate port name " + quoted(port.name) + " (also ports[" +
+                   std::to_string(other) + "])");
+
+  port.type = read_choice(m.require("type"), {"vhost", "ethdev"}) == 0 ? PortType::kVhost
+                                                                       : PortType::kEthdev;
+  if (const Value* q = m.find("queues")) port.queues = read_int(*q, 1, kMaxQueues);
+  if (const Value* w = m.find("weight")) port.weight = read_weight(*w, port.weight);
+  if (const Value* t = m.find("tx_retries_max")) port.tx_retries_max = read_int(*t, 0, 32);
+  if (const Value* vl = m.find("vlan")) {
+    if (config_.forwarding.mode != ForwardingMode::kBridge)
+      m.forbid("vlan", "only in bridge mode (forwarding.mode is xconnect)");
+    port.vlan = read_vlan(*vl);
+  }
+
+  if (port.type == PortType::kVhost) {
+    for (const char* key : {"device", "rx_descriptors", "tx_descriptors", "rx_free_thresh", "mtu"})
+      m.forbid(key, "only for ethdev ports");
+    read_vhost(m, &port);
+  } else {
+    for (const char* key :
+         {"socket", "mode", "reconnect", "tso", "notify_coalesce", "refill_threshold"})
+      m.forbid(key, "only for vhost ports");
+    size_t ethdevs = std::count_if(config_.ports.begin(), config_.ports.end(),
+                                   [](const auto& p) { return p.type == PortType::kEthdev; });
+    if (ethdevs == kMaxEthdevPorts)
+      fail(v, "more than " + std::to_string(kMaxEthdevPorts) +
+                  " ethdev ports (DPDK's RTE_MAX_ETHPORTS)");
+    read_ethdev(m, &port);
+  }
+  config_.ports.push_back(std::move(port));
+}
+
+void Loader::read_vhost(const MapView& m, PortConfig* port) {
+  const Value& socket = m.require("socket");
+  port->socket = read_string(socket);
+  if (port->socket.empty() || port->socket[0] != '/')
+    fail(socket, "must be an absolute path, got " + quoted(port->socket));
+  if (port->socket.size() > 107)  // sun_path holds 108 bytes with the terminating NUL
+    fail(socket, "must be at most 107 characters (a unix socket path), got " +
+                     std::to_string(port->socket.size()));
+  for (size_t i = 0; i < config_.ports.size(); ++i)
+    if (config_.ports[i].type == PortType::kVhost && config_.ports[i].socket == port->socket)
+      fail(socket, "duplicate socket " + quoted(port->socket) + " (also ports[" +
+                       std::to_string(i) + "].socket)");
+
+  if (const Value* v = m.find("mode")) port->client = read_choice(*v, {"server", "client"}) == 1;
+  if (const Value* v = m.find("reconnect")) {
+    if (!port->client) m.forbid("reconnect", "only with mode: client");
+    port->reconnect = read_bool(*v);
+  }
+  if (const Value* v = m.find("tso")) port->tso = read_bool(*v);
+  if (const Value* v = m.find("notify_coalesce")) {
+    expect_map(*v);
+    MapView nc(*this, *v, {"packets", "usecs"});
+    if (const Value* p = nc.find("packets")) port->notify_coalesce.packets = read_int(*p, 0, 1024);
+    if (const Value* u = nc.find("usecs")) port->notify_coalesce.usecs = read_int(*u, 0, 1000000);
+  }
+  if (const Value* v = m.find("refill_threshold")) port->refill_threshold = read_int(*v, 1, 32768);
+}
+
+void Loader::read_ethdev(const MapView& m, PortConfig* port) {
+  const Value& device = m.require("device");
+  port->device = read_string(device);
+  if (!valid_device(port->device))
+    fail(device,
+         "must be a PCI address (\"0000:01:00.0\") or a vdev (\"net_tap0,iface=t0\"), got " +
+             quoted(port->device));
+  std::string name = port->device.substr(0, port->device.find(','));
+  for (size_t i = 0; i < config_.ports.size(); ++i) {
+    const PortConfig& other = config_.ports[i];
+    if (other.type == PortType::kEthdev && other.device.substr(0, other.device.find(',')) == name)
+      fail(device, "device " + quoted(name) + " is already ports[" + std::to_string(i) + "]");
+  }
+
+  auto descriptors = [&](const char* key, uint16_t* out) {
+    if (const Value* v = m.find(key)) {
+      int64_t n = read_integer(*v);
+      if (n < 64 || n > 32768 || !is_power_of_two(n))
+        fail(*v, "must be a power of two in 64..32768, got " + v->node.Scalar());
+      *out = static_cast<uint16_t>(n);
+    }
+  };
+  descriptors("rx_descriptors", &port->rx_descriptors);
+  descriptors("tx_descriptors", &port->tx_descriptors);
+  if (const Value* v = m.find("rx_free_thresh")) {
+    int64_t n = read_integer(*v);
+    if (n < 1 || n >= port->rx_descriptors)
+      fail(*v, "must be " + range(1, port->rx_descriptors - 1) + " (below rx_descriptors), got " +
+                   v->node.Scalar());
+    port->rx_free_thresh = static_cast<uint16_t>(n);
+  }
+  if (const Value* v = m.find("mtu")) port->mtu = read_int(*v, 68, 9600);
+}
+
+Weight Loader::read_weight(const Value& v, Weight base) {
+  expect_map(v);
+  MapView m(*this, v, {"packets", "bytes"});
+  if (const Value* p = m.find("packets")) base.packets = read_int(*p, 1, 65536);
+  if (const Value* b = m.find("bytes")) base.bytes = read_int(*b, 1, 1 << 30);
+  return base;
+}
+
+VlanConfig Loader::read_vlan(const Value& v) {
+  expect_map(v);
+  MapView m(*this, v, {"mode", "vlan", "vlans", "native"});
+  VlanConfig vlan;
+  if (read_choice(m.require("mode"), {"access", "trunk"}) == 0) {
+    vlan.mode = VlanMode::kAccess;
+    m.forbid("vlans", "only with mode: trunk");
+    m.forbid("native", "only with mode: trunk");
+    vlan.access_vlan = read_int(m.require("vlan"), 1, 4094);
+    return vlan;
+  }
+  vlan.mode = VlanMode::kTrunk;
+  m.forbid("vlan", "only with mode: access (a trunk has vlans)");
+  const Value& list = m.require("vlans");
+  std::vector<Value> ids = elements(list);
+  if (ids.empty()) fail(list, "a trunk needs at least one VLAN");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    uint16_t id = read_int(ids[i], 1, 4094);
+    auto seen = std::find(vlan.trunk_vlans.begin(), vlan.trunk_vlans.end(), id);
+    if (seen != vlan.trunk_vlans.end())
+      fail(ids[i], "duplicate VLAN " + std::to_string(id) + " (also vlans[" +
+                       std::to_string(seen - vlan.trunk_vlans.begin()) + "])");
+    vlan.trunk_vlans.push_back(id);
+  }
+  std::sort(vlan.trunk_vlans.begin(), vlan.trunk_vlans.end());
+  if (const Value* n = m.find("native")) vlan.native_vlan = read_int(*n, 1, 4094);
+  return vlan;
+}
+
+void Loader::read_lcore(const Value& v) {
+  expect_map(v);
+  MapView m(*this, v, {"lcore", "rx", "busy_poll_us"});
+  LcoreConfig lcore;
+  lcore.lcore = read_int(m.require("lcore"), 0, kMaxLcores - 1);
+  const Value* rx = m.find("rx");
+  if (!rx || (rx->node.IsScalar() && rx->node.Scalar() == "auto")) {
+    lcore.auto_rx = true;  // absent: auto, as documented
+  } else if (!rx->node.IsSequence()) {
+    fail(*rx, "must be auto or a list of rx queues, got " + describe(rx->node));
+  } else {
+    std::vector<Value> refs = elements(*rx);
+    if (refs.empty()) fail(*rx, "must be auto or a non-empty list of rx queues");
+    for (const Value& ref : refs) lcore.rx.push_back(read_rx_queue(ref));
+  }
+  if (const Value* b = m.find("busy_poll_us")) lcore.busy_poll_us = read_int(*b, 0, 10000000);
+  config_.lcores.push_back(std::move(lcore));
+}
+
+RxQueueRef Loader::read_rx_queue(const Value& v) {
+  auto check_queue = [&](const Value& at, const PortConfig& port, int64_t queue) {
+    if (queue >= port.queues)
+      fail(at, "queue " + std::to_string(queue) + " out of range: " + port.name +
+                   " has queues 0.." + std::to_string(port.queues - 1));
+  };
+  RxQueueRef ref;
+  if (v.node.IsScalar()) {
+    std::string s = v.node.Scalar();
+    size_t colon = s.rfind(':');
+    bool ok = colon != std::string::npos && colon > 0 && colon + 1 < s.size() &&
+              s.size() - colon <= 6 && std::all_of(s.begin() + colon + 1, s.end(), [](char c) {
+                return std::isdigit(static_cast<unsigned char>(c));
+              });
+    if (!ok)
+      fail(v, "expected \"port:queue\" like \"vm0:0\" or {port: vm0, queue: 0}, got " + quoted(s));
+    ref.port = s.substr(0, colon);
+    const PortConfig& port = port_named(v, ref.port);
+    int64_t queue = std::stol(s.substr(colon + 1));
+    check_queue(v, port, queue);
+    ref.queue = static_cast<uint16_t>(queue);
+    ref.weight = port.weight;
+    return ref;
+  }
+  if (!v.node.IsMap())
+    fail(v, "expected \"port:queue\" or {port: NAME, queue: N}, got " + describe(v.node));
+  MapView m(*this, v, {"port", "queue", "weight"});
+  const Value& name = m.require("port");
+  ref.port = read_string(name);
+  const PortConfig& port = port_named(name, ref.port);
+  const Value& queue = m.require("queue");
+  ref.queue = read_int(queue, 0, kMaxQueues - 1);
+  check_queue(queue, port, ref.queue);
+  ref.weight = port.weight;
+  if (const Value* w = m.find("weight")) ref.weight = read_weight(*w, port.weight);
+  return ref;
+}
+
+void Loader::read_pairs(const Value& v) {
+  std::vector<Value> pairs = elements(v);
+  // Per port: the pair it is in, -1 if none yet.
+  std::vector<int> pair_of(config_.ports.size(), -1);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (!pairs[i].node.IsSequence())
+      fail(pairs[i], "expected a pair [port, port], got " + describe(pairs[i].node));
+    std::vector<Value> ends = elements(pairs[i]);
+    if (ends.size() != 2)
+      fail(pairs[i], "must be a pair [port, port], got " + std::to_string(ends.size()) +
+                         (ends.size() == 1 ? " entry" : " entries"));
+    std::string names[2];
+    for (int e = 0; e < 2; ++e) {
+      names[e] = read_string(ends[e]);
+      int port = config_.port_index(names[e]);
+      if (port < 0) fail(ends[e], "unknown port " + quoted(names[e]));
+      if (e == 1 && names[1] == names[0]) fail(ends[e], "port " + names[e] + " paired with itself");
+      if (pair_of[port] >= 0)
+        fail(ends[e], "port " + names[e] + " is already in forwarding.pairs[" +
+                          std::to_string(pair_of[port]) + "]");
+      pair_of[port] = static_cast<int>(i);
+    }
+    config_.forwarding.pairs.emplace_back(names[0], names[1]);
+  }
+  for (size_t p = 0; p < config_.ports.size(); ++p)
+    if (pair_of[p] < 0)
+      fail(config_.positions.at("ports[" + std::to_string(p) + "]"),
+           "ports[" + std::to_string(p) + "]",
+           "not forwarded: " + config_.ports[p].name + " is in no forwarding.pairs entry");
+}
+
+}  // namespace
+
+std::optional<Config> parse_config(const std::string& text, const std::string& file,
+                                   std::string* error) {
+  Config config;
+  config.file = file;
+  try {
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1)
+      throw LoadError{pos_of(docs[1].Mark()), "",
+                      "a second YAML document; the configuration is one"};
+    Loader loader(&config);
+    loader.load(docs.empty() ? YAML::Node() : docs[0]);
+  } catch (const LoadError& e) {
+    *error = format_error(file, e.pos, e.key, e.message);
+    return std::nullopt;
+  } catch (const YAML::Exception& e) {
+    *error = format_error(file, pos_of(e.mark), "", "invalid YAML: " + e.msg);
+    return std::nullopt;
+  }
+  // Placement errors (lcores, queues) come from the planner, positioned through config.positions.
+  if (!make_plan(config, error)) return std::nullopt;
+  return config;
+}
+
+std::optional<Config> load_config(const std::string& path, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = path + ": cannot read: " + std::strerror(errno);
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    *error = path + ": cannot read: " + std::strerror(errno);
+    return std::nullopt;
+  }
+  return parse_config(text.str(), path, error);
+}
+
+}  // namespace vqs::app

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,9 +13,22 @@ namespace vqs::app {
 
 constexpr int kConfigVersion = 1;
 
+// Limits of Debian's DPDK 22.11 build, checked here so that a config never fails half-way through
+// start-up: RTE_MAX_LCORE, RTE_MAX_ETHPORTS, RTE_MAX_VHOST_DEVICE, VHOST_MAX_QUEUE_PAIRS.
+constexpr unsigned kMaxLcores = 128;
+constexpr unsigned kMaxEthdevPorts = 32;
+constexpr unsigned kMaxPorts = 1024;
+constexpr unsigned kMaxQueues = 128;
+
+// Where a value starts in the YAML file, 1-based; 0: unknown (a Config built in code).
+struct SourcePos {
+  int line = 0;
+  int column = 0;
+};
+
 // A queue's share of its lcore: a visit ends when either is spent or the queue is empty.
 struct Weight {
-  uint32_t packets = 0;       // 0: 2 x the queue's ring size
+  uint32_t packets = 0;  // 0: 2 x the queue's ring size
   uint32_t bytes = 512 << 10;
 };
 
@@ -27,32 +41,36 @@ struct NotifyCoalesce {
 enum class VlanMode { kNone, kAccess, kTrunk };
 
 struct VlanConfig {
-  VlanMode mode = VlanMode::kNone;  // kNone: untagged frames only, VLAN 0 (bridge)
-  uint16_t access_vlan = 0;         // kAccess: 1..4094
+  VlanMode mode = VlanMode::kNone;    // kNone: untagged frames only, VLAN 0 (bridge)
+  uint16_t access_vlan = 0;           // kAccess: 1..4094
   std::vector<uint16_t> trunk_vlans;  // kTrunk: allowed tagged VLANs, 1..4094, sorted, unique
   uint16_t native_vlan = 0;           // kTrunk: untagged frames belong to it; 0: dropped
 };
 
 enum class PortType { kVhost, kEthdev };
 
+// The names the YAML file uses, for messages and `--check`.
+const char* port_type_name(PortType type);
+const char* vlan_mode_name(VlanMode mode);
+
 struct PortConfig {
   std::string name;  // unique; how lcores and forwarding refer to the port
   PortType type = PortType::kVhost;
-  uint16_t queues = 1;  // vhost: queue pairs served; ethdev: rx queues
-  Weight weight;        // default for each of the port's rx queues
-  VlanConfig vlan;      // bridge mode only
+  uint16_t queues = 1;          // vhost: queue pairs served; ethdev: rx queues
+  Weight weight;                // default for each of the port's rx queues
+  VlanConfig vlan;              // bridge mode only
   uint32_t tx_retries_max = 8;  // tx toward a full queue: retries before drops are counted
 
   // vhost
   std::string socket;
-  bool client = false;     // mode: client (connect) | server (listen, default)
-  bool reconnect = true;   // client mode
+  bool client = false;    // mode: client (connect) | server (listen, default)
+  bool reconnect = true;  // client mode
   bool tso = false;
   NotifyCoalesce notify_coalesce;
   uint32_t refill_threshold = 0;  // 0: min(64, ring size) / 2
 
   // ethdev
-  std::string device;            // PCI address or vdev string ("net_tap0,iface=t0")
+  std::string device;  // PCI address or vdev string ("net_tap0,iface=t0")
   uint16_t rx_descriptors = 1024;
   uint16_t tx_descriptors = 1024;
   uint16_t rx_free_thresh = 0;  // 0: min(burst, rx_descriptors) / 2
@@ -65,29 +83,31 @@ struct PortConfig {
 struct RxQueueRef {
   std::string port;
   uint16_t queue = 0;
-  Weight weight;
+  Weight weight;  // the loader resolves the inheritance: fields not overridden are the port's
 };
 
 struct LcoreConfig {
-  unsigned lcore = 0;                 // EAL lcore id, within eal.cores
-  bool auto_rx = false;               // rx: auto
-  std::vector<RxQueueRef> rx;         // explicit placement
+  unsigned lcore = 0;                    // EAL lcore id, within eal.cores
+  bool auto_rx = false;                  // rx: auto
+  std::vector<RxQueueRef> rx;            // explicit placement
   std::optional<uint32_t> busy_poll_us;  // unset: poll forever
 };
 
 enum class ForwardingMode { kXconnect, kBridge };
 
+const char* forwarding_mode_name(ForwardingMode mode);
+
 struct ForwardingConfig {
   ForwardingMode mode = ForwardingMode::kXconnect;
   std::vector<std::pair<std::string, std::string>> pairs;  // xconnect: both directions
-  uint32_t mac_table_size = 4096;  // bridge: learned (MAC, VLAN) entries
-  uint32_t mac_aging_s = 300;      // bridge: 0 = never age
+  uint32_t mac_table_size = 4096;                          // bridge: learned (MAC, VLAN) entries
+  uint32_t mac_aging_s = 300;                              // bridge: 0 = never age
 };
 
 struct EalConfig {
-  std::string cores = "0-1";      // -l
+  std::string cores = "0-1";           // -l
   std::optional<unsigned> main_lcore;  // default: the first of cores
-  uint32_t memory_mb = 1024;      // -m
+  uint32_t memory_mb = 1024;           // -m
   std::string file_prefix = "vqswitch";
   bool huge = true;               // false: --no-huge (tests; no guest can share such memory)
   std::vector<std::string> args;  // appended as they are
@@ -97,22 +117,37 @@ struct Config {
   std::string file;  // as given on the command line, for messages
   int version = kConfigVersion;
   EalConfig eal;
-  uint32_t mbufs = 0;         // 0: sized from ports, queues and descriptors
-  uint16_t burst = 32;        // rx burst and tx buffer size
+  uint32_t mbufs = 0;             // 0: sized from ports, queues and descriptors
+  uint16_t burst = 32;            // rx burst and tx buffer size
   uint32_t stats_interval_s = 1;  // live one-line-per-port summary; 0 = off
   std::vector<PortConfig> ports;
   std::vector<LcoreConfig> lcores;  // empty: every EAL lcore but main forwards, rx: auto
   ForwardingConfig forwarding;
+  // Key path ("ports[1].queues", "lcores[0].rx[2]") -> where its value starts, for every value the
+  // loader read, so that later stages (plan, start-up) can blame the line that caused a problem.
+  std::map<std::string, SourcePos> positions;
+
+  // "FILE:LINE:COLUMN: KEY: message", positioned at `key` or, if it was not read from the file, at
+  // its nearest parent that was ("ports[0].socket" -> "ports[0]"); "FILE: KEY: message" if none.
+  std::string error_at(const std::string& key, const std::string& message) const;
 
   const PortConfig* find_port(const std::string& name) const {
     for (const PortConfig& p : ports)
       if (p.name == name) return &p;
     return nullptr;
   }
+  // Index into `ports`, or -1.
+  int port_index(const std::string& name) const {
+    for (size_t i = 0; i < ports.size(); ++i)
+      if (ports[i].name == name) return static_cast<int>(i);
+    return -1;
+  }
 };
 
-// Reads and validates `path`. On error returns nullopt and sets `error` to
-// "FILE:LINE:COLUMN: KEY: what is wrong" (KEY as a path, e.g. "ports[1].queues").
+// Reads and validates `path`, including that make_plan() succeeds on it. On error returns nullopt
+// and sets `error` to "FILE:LINE:COLUMN: KEY: what is wrong" (KEY as a path, e.g.
+// "ports[1].queues"; a file that is not valid YAML has no KEY; a file that cannot be read has no
+// LINE:COLUMN).
 std::optional<Config> load_config(const std::string& path, std::string* error);
 // The same from text, `file` naming it in messages.
 std::optional<Config> parse_config(const std::string& text, const std::string& file,

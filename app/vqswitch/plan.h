@@ -34,15 +34,23 @@ struct Plan {
   // whether several lcores share one, so that a flush must take the queue's lock.
   std::vector<uint16_t> tx_queues;
   std::vector<bool> tx_shared;
-  // xconnect: per port, the index of the port its packets go to.
+  // xconnect: per port, the index of the port its packets go to; -1 in bridge mode.
   std::vector<int> xconnect_peer;
+
+  // The tx queue the lcore in `slot` uses on `port`: its own on an ethdev, slot % queues on a
+  // guest.
+  uint16_t tx_queue(uint16_t port, uint16_t slot) const { return slot % tx_queues[port]; }
 };
 
-// Expands an EAL core list ("0-3,6") into lcore ids; nullopt if malformed.
+// Expands an EAL core list ("0-3,6": ids and ranges, blanks allowed around them) into lcore ids,
+// sorted; nullopt if malformed, empty, with an id >= kMaxLcores, a range going down or an id twice.
 std::optional<std::vector<unsigned>> parse_core_list(const std::string& cores);
+// The inverse, canonical: {0, 1, 2, 3, 6} -> "0-3,6" (what the EAL's -l gets).
+std::string format_core_list(const std::vector<unsigned>& lcores);
 
-// nullopt with `error` ("FILE: lcores: ...") when the placement is impossible: an lcore outside
-// eal.cores, a queue polled twice or not at all, a port with nothing polling it.
+// nullopt with `error` (Config::error_at: "FILE:LINE:COLUMN: KEY: ...") when the placement is
+// impossible: a malformed eal.cores, a main lcore or lcore outside it, an lcore listed twice, an rx
+// queue of an unknown port or out of range, a queue polled twice or not at all.
 std::optional<Plan> make_plan(const Config& config, std::string* error);
 
 // Human-readable plan, as `vqswitch --check` prints it.

@@ -1,1 +1,253 @@
 #include "l2_bridge.h"
+
+#include <rte_cycles.h>
+
+#include <algorithm>
+
+namespace vqs::app {
+
+namespace {
+
+// Packets per table lookup: a source and a destination key each.
+constexpr uint16_t kChunk = RTE_HASH_LOOKUP_BULK_MAX / 2;
+constexpr uint16_t kNoKeyIndex = UINT16_MAX;
+
+void bump(std::atomic<uint64_t>& counter, uint64_t n) {
+  if (n != 0) counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+bool is_multicast(const uint8_t* mac) { return (mac[0] & 0x01) != 0; }
+
+// A source worth learning: unicast and not all zeros.
+bool is_learnable(const uint8_t* mac) {
+  return !is_multicast(mac) && (mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]) != 0;
+}
+
+// `m` in the form `want`: `m` itself edited in place when `consume` allows and it is writable,
+// else a copy from its own pool (then `m` is freed if consumed). nullptr when no mbuf could be had
+// (`m` freed if consumed).
+rte_mbuf* reshaped(rte_mbuf* m, TagForm have, TagForm want, bool consume) {
+  if (consume && mbuf_writable(m) && retag(m, have, want)) return m;
+  rte_mbuf* copy = rte_pktmbuf_copy(m, m->pool, 0, UINT32_MAX);
+  if (copy != nullptr && !retag(copy, have, want)) {
+    rte_pktmbuf_free(copy);
+    copy = nullptr;
+  }
+  if (consume) rte_pktmbuf_free(m);
+  return copy;
+}
+
+}  // namespace
+
+struct L2Bridge::Packet {
+  rte_mbuf* m;
+  VlanIngress in;
+  uint64_t src_key;
+  uint64_t dst_key;
+  uint16_t src_index;  // into the chunk's lookup keys, or kNoKeyIndex: not looked up
+  uint16_t dst_index;
+};
+
+std::unique_ptr<L2Bridge> L2Bridge::create(const std::vector<VlanConfig>& port_vlans,
+                                           uint32_t table_size, uint32_t aging_s, uint16_t lcores,
+                                           std::string* error) {
+  std::optional<VlanMap> vlans = VlanMap::create(port_vlans, error);
+  if (!vlans) return nullptr;
+  std::unique_ptr<MacTable> table = MacTable::create(table_size, lcores, error);
+  if (!table) return nullptr;
+  return std::unique_ptr<L2Bridge>(
+      new L2Bridge(std::move(*vlans), std::move(table), aging_s, lcores));
+}
+
+L2Bridge::L2Bridge(VlanMap vlans, std::unique_ptr<MacTable> table, uint32_t aging_s,
+                   uint16_t lcores)
+    : vlans_(std::move(vlans)),
+      table_(std::move(table)),
+      aging_tsc_(static_cast<uint64_t>(aging_s) * rte_get_tsc_hz()),
+      slots_(std::make_unique<SlotCounters[]>(lcores)),
+      slot_count_(lcores) {}
+
+L2Bridge::~L2Bridge() = default;
+
+void L2Bridge::forward(uint16_t slot, uint16_t in_port, rte_mbuf** pkts, uint16_t count,
+                       uint64_t now_tsc, TxBufferSet& out, PortQueueCounters& in_counters) {
+  table_->enter(slot);
+  for (uint16_t done = 0; done < count; done += kChunk) {
+    forward_chunk(slot, in_port, pkts + done, std::min<uint16_t>(kChunk, count - done), now_tsc,
+                  out, in_counters);
+  }
+}
+
+void L2Bridge::forward_chunk(uint16_t slot, uint16_t in_port, rte_mbuf** pkts, uint16_t count,
+                             uint64_t now_tsc, TxBufferSet& out, PortQueueCounters& in_counters) {
+  Packet packets[kChunk];
+  rte_mbuf* dropped[kChunk];
+  uint16_t n = 0;
+  uint16_t n_dropped = 0;
+  uint64_t filtered = 0;
+  uint64_t no_route = 0;
+  const void* keys[2 * kChunk];
+  uint16_t n_keys = 0;
+
+  // Ingress VLAN and the keys to look up.
+  for (uint16_t i = 0; i < count; ++i) {
+    Packet& p = packets[n];
+    p.m = pkts[i];
+    const VlanVerdict verdict = vlans_.classify(in_port, p.m, &p.in);
+    if (verdict != VlanVerdict::kOk) {
+      (verdict == VlanVerdict::kFiltered ? filtered : no_route)++;
+      dropped[n_dropped++] = p.m;
+      continue;
+    }
+    const uint8_t* dst = rte_pktmbuf_mtod(p.m, const uint8_t*);
+    const uint8_t* src = dst + RTE_ETHER_ADDR_LEN;
+    p.src_index = kNoKeyIndex;
+    p.dst_index = kNoKeyIndex;
+    if (is_learnable(src)) {
+      p.src_key = MacTable::key(src, p.in.vlan);
+      p.src_index = n_keys;
+      keys[n_keys++] = &p.src_key;
+    }
+    if (!is_multicast(dst)) {
+      p.dst_key = MacTable::key(dst, p.in.vlan);
+      p.dst_index = n_keys;
+      keys[n_keys++] = &p.dst_key;
+    }
+    ++n;
+  }
+  int32_t positions[2 * kChunk];
+  if (n_keys > 0) table_->lookup(keys, n_keys, positions);
+
+  // Learning, before forwarding: a packet's source may be the next one's destination.
+  SlotCounters& counters = slots_[slot];
+  uint64_t learned = 0;
+  uint64_t moved = 0;
+  uint64_t full = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    const Packet& p = packets[i];
+    if (p.src_index == kNoKeyIndex) continue;
+    switch (table_->learn(slot, positions[p.src_index], p.src_key, in_port, now_tsc)) {
+      case MacTable::Learn::kKnown:
+        break;
+      case MacTable::Learn::kLearned:
+        ++learned;
+        break;
+      case MacTable::Learn::kMoved:
+        ++moved;
+        break;
+      case MacTable::Learn::kFull:
+        ++full;
+        break;
+    }
+  }
+
+  uint64_t flooded = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    const Packet& p = packets[i];
+    int32_t port = -1;
+    if (p.dst_index != kNoKeyIndex && positions[p.dst_index] >= 0)
+      port = table_->port(positions[p.dst_index], p.dst_key);
+    if (port < 0) {  // broadcast, multicast, unknown unicast
+      if (flood(p, in_port, out, in_counters)) {
+        ++flooded;
+      } else {
+        ++no_route;
+        dropped[n_dropped++] = p.m;
+      }
+    } else if (port == in_port) {
+      ++no_route;
+      dropped[n_dropped++] = p.m;
+    } else {
+      unicast(p, static_cast<uint16_t>(port), out, in_counters);
+    }
+  }
+
+  if (n_dropped > 0) rte_pktmbuf_free_bulk(dropped, n_dropped);
+  if (filtered != 0) in_counters.count_drop(SwitchDrop::kVlanFiltered, filtered);
+  if (no_route != 0) in_counters.count_drop(SwitchDrop::kNoRoute, no_route);
+  bump(counters.learned, learned);
+  bump(counters.moved, moved);
+  bump(counters.table_full, full);
+  bump(counters.flooded, flooded);
+}
+
+void L2Bridge::unicast(const Packet& p, uint16_t port, TxBufferSet& out,
+                       PortQueueCounters& in_counters) {
+  const TagForm want = vlans_.egress_form(port, p.in);
+  rte_mbuf* m = want == p.in.have ? p.m : reshaped(p.m, p.in.have, want, true);
+  if (m == nullptr) {
+    in_counters.count_drop(SwitchDrop::kMbufExhausted);
+    return;
+  }
+  out.push(port, m);
+}
+
+bool L2Bridge::flood(const Packet& p, uint16_t in_port, TxBufferSet& out,
+                     PortQueueCounters& in_counters) {
+  // The outputs of one packet want at most two forms: untagged, and one tag (the VLAN's, with
+  // the ingress PCP/DEI; or, between VLAN-unaware ports, the frame as it came).
+  const std::span<const uint16_t> members = vlans_.members(p.in.vlan);
+  uint32_t wanting[2] = {0, 0};
+  TagForm form[2] = {kUntagged, kUntagged};
+  for (uint16_t port : members) {
+    if (port == in_port) continue;
+    const TagForm f = vlans_.egress_form(port, p.in);
+    const int k = f != kUntagged;
+    form[k] = f;
+    ++wanting[k];
+  }
+  if (wanting[0] + wanting[1] == 0) return false;
+
+  // Outputs wanting the frame as it is share it; a form that needs an edit gets a copy, or the
+  // frame itself when nobody else needs it as it is.
+  rte_mbuf* frame[2] = {nullptr, nullptr};
+  bool m_unused = true;
+  for (int k = 0; k < 2; ++k) {
+    if (wanting[k] != 0 && form[k] == p.in.have) {
+      frame[k] = p.m;
+      m_unused = false;
+    }
+  }
+  for (int k = 0; k < 2; ++k) {
+    if (wanting[k] == 0 || form[k] == p.in.have) continue;
+    const bool later_edit = k == 0 && wanting[1] != 0 && form[1] != p.in.have;
+    const bool consume = m_unused && !later_edit;
+    frame[k] = reshaped(p.m, p.in.have, form[k], consume);
+    if (consume) m_unused = false;
+    if (frame[k] == nullptr) in_counters.count_drop(SwitchDrop::kMbufExhausted, wanting[k]);
+  }
+  if (m_unused) rte_pktmbuf_free(p.m);
+
+  // References first: a push may send (and free) a frame before the other pushes.
+  for (int k = 0; k < 2; ++k) {
+    if (frame[k] != nullptr && wanting[k] > 1)
+      rte_pktmbuf_refcnt_update(frame[k], static_cast<int16_t>(wanting[k] - 1));
+  }
+  for (uint16_t port : members) {
+    if (port == in_port) continue;
+    rte_mbuf* m = frame[vlans_.egress_form(port, p.in) != kUntagged];
+    if (m != nullptr) out.push(port, m);
+  }
+  return true;
+}
+
+void L2Bridge::age(uint64_t now_tsc) {
+  if (aging_tsc_ == 0) return;
+  aged_.fetch_add(table_->age(now_tsc, aging_tsc_), std::memory_order_relaxed);
+}
+
+BridgeCounters L2Bridge::counters() const {
+  BridgeCounters c;
+  for (uint16_t i = 0; i < slot_count_; ++i) {
+    const SlotCounters& s = slots_[i];
+    c.learned += s.learned.load(std::memory_order_relaxed);
+    c.moved += s.moved.load(std::memory_order_relaxed);
+    c.table_full += s.table_full.load(std::memory_order_relaxed);
+    c.flooded += s.flooded.load(std::memory_order_relaxed);
+  }
+  c.aged = aged_.load(std::memory_order_relaxed);
+  c.entries = table_->size();
+  return c;
+}
+
+}  // namespace vqs::app

@@ -1,39 +1,52 @@
-// The learning L2 bridge (forwarding mode `bridge`): MAC learning per (MAC, VLAN) in an rte_hash
+// The learning L2 bridge (forwarding mode `bridge`): MAC learning per (MAC, VLAN) in a table
 // shared by every forwarding lcore, aging, flooding of broadcast/multicast/unknown unicast within
 // the VLAN, and VLAN access/trunk handling per port.
-// (Interface sketch: the implementer owns this file and may refine it; keep forward()'s shape.)
+//
+// Use: create() once with every port's VLAN config (by port index) and the number of forwarding
+// lcores; lcore `slot` (0..lcores-1) calls forward() per received burst with a TxBufferSet that
+// has an output for every port, quiescent(slot) once per loop iteration, and offline(slot) before
+// it sleeps or stops. The control thread calls age() now and then (e.g. every second) and
+// counters(). Every thread that calls forward() or age() should have an lcore id (EAL lcores do;
+// other threads get one through rte_thread_register(), done here for them when missing).
 #pragma once
 
 #include <rte_mbuf.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "config.h"
+#include "mac_table.h"
 #include "port.h"
 #include "tx_buffer.h"
+#include "vlan.h"
 
 namespace vqs::app {
 
 struct BridgeCounters {
-  uint64_t learned = 0;   // new (MAC, VLAN) entries
-  uint64_t moved = 0;     // entry seen on another port
-  uint64_t aged = 0;      // removed by aging
+  uint64_t learned = 0;     // new (MAC, VLAN) entries
+  uint64_t moved = 0;       // entry seen on another port
+  uint64_t aged = 0;        // removed by aging
   uint64_t table_full = 0;  // could not learn: table full
-  uint64_t flooded = 0;   // packets flooded (unknown unicast, broadcast, multicast)
-  uint64_t entries = 0;   // now
+  uint64_t flooded = 0;     // packets flooded (unknown unicast, broadcast, multicast)
+  uint64_t entries = 0;     // now
 };
 
 class L2Bridge {
  public:
-  // `port_vlans` indexed by port index; `lcores`: forwarding lcores (slots 0..lcores-1) that call
-  // forward(). nullptr with `error` when DPDK refuses the table.
+  // `port_vlans` indexed by port index; `table_size`: (MAC, VLAN) entries; `aging_s`: 0 = never;
+  // `lcores`: forwarding lcores (slots 0..lcores-1) that call forward(). nullptr with `error` when
+  // a VLAN id is out of range or DPDK refuses the table.
   static std::unique_ptr<L2Bridge> create(const std::vector<VlanConfig>& port_vlans,
                                           uint32_t table_size, uint32_t aging_s, uint16_t lcores,
                                           std::string* error);
+  // The forwarding lcores must have stopped.
   ~L2Bridge();
+  L2Bridge(const L2Bridge&) = delete;
+  L2Bridge& operator=(const L2Bridge&) = delete;
 
   // Datapath, on forwarding lcore `slot`: learns the sources, and pushes each packet to its
   // output port(s) in `out` (which owns them from then on) with the VLAN tag the output needs.
@@ -41,11 +54,39 @@ class L2Bridge {
   void forward(uint16_t slot, uint16_t in_port, rte_mbuf** pkts, uint16_t count, uint64_t now_tsc,
                TxBufferSet& out, PortQueueCounters& in_counters);
   // Datapath: the lcore holds no reference into the table now (call once per loop iteration).
-  void quiescent(uint16_t slot);
+  void quiescent(uint16_t slot) { table_->quiescent(slot); }
+  // Datapath: the lcore is about to sleep or stop; its next forward() takes it back online.
+  void offline(uint16_t slot) { table_->offline(slot); }
   // Control thread: removes entries not seen for aging_s.
   void age(uint64_t now_tsc);
 
   BridgeCounters counters() const;
+
+ private:
+  // Per lcore, written by it alone (relaxed stores, summed when read).
+  struct alignas(RTE_CACHE_LINE_SIZE) SlotCounters {
+    std::atomic<uint64_t> learned{0};
+    std::atomic<uint64_t> moved{0};
+    std::atomic<uint64_t> table_full{0};
+    std::atomic<uint64_t> flooded{0};
+  };
+  struct Packet;  // a frame of the burst being forwarded
+
+  L2Bridge(VlanMap vlans, std::unique_ptr<MacTable> table, uint32_t aging_s, uint16_t lcores);
+
+  void forward_chunk(uint16_t slot, uint16_t in_port, rte_mbuf** pkts, uint16_t count,
+                     uint64_t now_tsc, TxBufferSet& out, PortQueueCounters& in_counters);
+  // Sends `p` to `port` in the form the port needs (or drops it, counted).
+  void unicast(const Packet& p, uint16_t port, TxBufferSet& out, PortQueueCounters& in_counters);
+  // Sends `p` to every other port of its VLAN; false when there was none.
+  bool flood(const Packet& p, uint16_t in_port, TxBufferSet& out, PortQueueCounters& in_counters);
+
+  const VlanMap vlans_;
+  const std::unique_ptr<MacTable> table_;
+  const uint64_t aging_tsc_;  // 0: never
+  std::unique_ptr<SlotCounters[]> slots_;
+  const uint16_t slot_count_;
+  std::atomic<uint64_t> aged_{0};
 };
 
 }  // namespace vqs::app

@@ -1,0 +1,122 @@
+// The bridge's MAC table: (MAC, VLAN) -> output port and last-seen time, shared by every
+// forwarding lcore. Keys live in an rte_hash with lock-free readers and multi-writer add; the
+// port and time of a key sit in an array indexed by the key's position in the hash. Deleted keys'
+// positions are reused only after every reader has passed a quiescent state (rte_rcu_qsbr, through
+// the hash's defer queue), so a reader never sees a position change owners under its feet.
+#pragma once
+
+#include <rte_branch_prediction.h>
+#include <rte_hash.h>
+#include <rte_rcu_qsbr.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace vqs::app {
+
+class MacTable {
+ public:
+  // `size`: keys the table holds (at least 8; DPDK rounds up to a power of two);
+  // `readers`: slots 0..readers-1 of the threads that look up and learn.
+  // nullptr with `error` when DPDK refuses.
+  static std::unique_ptr<MacTable> create(uint32_t size, uint16_t readers, std::string* error);
+  // Readers must have stopped (or be offline): their slots are put offline here.
+  ~MacTable();
+  MacTable(const MacTable&) = delete;
+  MacTable& operator=(const MacTable&) = delete;
+
+  // A key: the MAC's 6 bytes and the VLAN, in 8 bytes.
+  static uint64_t key(const uint8_t* mac, uint16_t vlan) {
+    uint64_t k = 0;
+    for (int i = 0; i < 6; ++i) k |= static_cast<uint64_t>(mac[i]) << (8 * i);
+    return k | static_cast<uint64_t>(vlan) << 48;
+  }
+
+  // --- Reader side (forwarding lcore `slot`) ---
+  // Before the first lookup of a batch: the slot goes online if it is not.
+  void enter(uint16_t slot) {
+    if (unlikely(!readers_[slot].online)) go_online(slot);
+  }
+  // The thread holds no position it looked up: call once per loop iteration.
+  void quiescent(uint16_t slot) {
+    if (readers_[slot].online) rte_rcu_qsbr_quiescent(qsbr_, slot);
+  }
+  // Before the thread sleeps or stops, so deletions are not held back by it.
+  void offline(uint16_t slot);
+
+  // Up to RTE_HASH_LOOKUP_BULK_MAX keys; positions[i] < 0 when keys[i] is absent.
+  void lookup(const void** keys, uint32_t n, int32_t* positions) const {
+    rte_hash_lookup_bulk(table_, keys, n, positions);
+  }
+  // The port of `key` found at `position`, or -1 while its learner has not filled it in.
+  int32_t port(int32_t position, uint64_t key) const {
+    const Entry& e = entries_[position];
+    // Acquire pairs with the learner's release of the key after the port.
+    if (e.key.load(std::memory_order_acquire) != key) return -1;
+    return e.port.load(std::memory_order_relaxed);
+  }
+
+  enum class Learn : uint8_t { kKnown, kLearned, kMoved, kFull };
+  // `key` seen on `port` at `now_tsc`; `position` from lookup() (negative: absent, added now).
+  // Writes the shared entry only when it is new, moved, or its time is stale by a second.
+  Learn learn(uint16_t slot, int32_t position, uint64_t key, uint16_t port, uint64_t now_tsc) {
+    if (position < 0) {
+      if (unlikely(!readers_[slot].can_add)) return Learn::kFull;
+      position = rte_hash_add_key(table_, &key);
+      if (position < 0) return Learn::kFull;
+    }
+    Entry& e = entries_[position];
+    if (e.key.load(std::memory_order_acquire) != key) {
+      // New here (or another learner of it has not finished: same values, same outcome).
+      e.port.store(port, std::memory_order_relaxed);
+      e.seen.store(now_tsc, std::memory_order_relaxed);
+      e.key.store(key, std::memory_order_release);
+      return Learn::kLearned;
+    }
+    if (e.port.load(std::memory_order_relaxed) != port) {
+      e.port.store(port, std::memory_order_relaxed);
+      e.seen.store(now_tsc, std::memory_order_relaxed);
+      return Learn::kMoved;
+    }
+    if (static_cast<int64_t>(now_tsc - e.seen.load(std::memory_order_relaxed)) > refresh_tsc_)
+      e.seen.store(now_tsc, std::memory_order_relaxed);
+    return Learn::kKnown;
+  }
+
+  // --- Control thread ---
+  // Deletes the keys not seen for more than `max_idle_tsc`; returns how many.
+  uint64_t age(uint64_t now_tsc, uint64_t max_idle_tsc);
+  // Keys in the table now (deleted ones awaiting their grace period not included).
+  uint64_t size() const;
+
+ private:
+  MacTable() = default;
+  static void on_reclaim(void* table, void* key_data);
+
+  struct alignas(32) Entry {
+    std::atomic<uint64_t> key{kNoKey};  // whose port and time these are
+    std::atomic<uint64_t> seen{0};      // TSC
+    std::atomic<uint16_t> port{0};
+  };
+  static constexpr uint64_t kNoKey = UINT64_MAX;  // VLAN bits 0xffff: never a key
+
+  struct alignas(RTE_CACHE_LINE_SIZE) Reader {
+    bool online = false;
+    bool can_add = true;  // has an lcore id (rte_hash's add needs one)
+  };
+
+  void go_online(uint16_t slot);
+
+  rte_hash* table_ = nullptr;
+  rte_rcu_qsbr* qsbr_ = nullptr;
+  std::unique_ptr<Entry[]> entries_;  // by position, rte_hash_max_key_id() + 1
+  std::unique_ptr<Reader[]> readers_;
+  uint16_t reader_count_ = 0;
+  int64_t refresh_tsc_ = 0;
+  std::atomic<uint64_t> deleted_{0};    // by age()
+  std::atomic<uint64_t> reclaimed_{0};  // deleted and past their grace period
+};
+
+}  // namespace vqs::app

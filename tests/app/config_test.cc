@@ -1,0 +1,625 @@
+// The configuration loader and the planner: example configs, exact error messages, defaults,
+// placement, core lists, xconnect peers, tx queue sharing.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "plan.h"
+
+namespace vqs::app {
+namespace {
+
+Config parse_ok(const std::string& text) {
+  std::string error;
+  std::optional<Config> config = parse_config(text, "t.yaml", &error);
+  INFO(error);
+  REQUIRE(config);
+  return *config;
+}
+
+Plan plan_ok(const Config& config) {
+  std::string error;
+  std::optional<Plan> plan = make_plan(config, &error);
+  INFO(error);
+  REQUIRE(plan);
+  return *plan;
+}
+
+std::string parse_error(const std::string& text) {
+  std::string error;
+  std::optional<Config> config = parse_config(text, "t.yaml", &error);
+  if (config) return "(loaded)";
+  return error;
+}
+
+TEST_CASE("every example config loads and plans") {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(VQS_CONFIG_DIR))
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  REQUIRE(files.size() >= 4);
+  for (const auto& file : files) {
+    INFO(file);
+    std::string error;
+    std::optional<Config> config = load_config(file.string(), &error);
+    INFO(error);
+    REQUIRE(config);
+    std::optional<Plan> plan = make_plan(*config, &error);
+    REQUIRE(plan);
+    std::string text = format_plan(*config, *plan);
+    for (const PortConfig& port : config->ports) CHECK(text.find(port.name + ": ") != text.npos);
+  }
+}
+
+TEST_CASE("demo.yaml: two server-mode guests on a bridge, one forwarding lcore") {
+  std::string error;
+  std::optional<Config> config = load_config(std::string(VQS_CONFIG_DIR) + "/demo.yaml", &error);
+  REQUIRE(config);
+  REQUIRE(config->ports.size() == 2);
+  CHECK(config->ports[0].name == "vm0");
+  CHECK(config->ports[0].socket == "/tmp/vqs-demo-vm0.sock");
+  CHECK(config->ports[1].socket == "/tmp/vqs-demo-vm1.sock");
+  CHECK_FALSE(config->ports[0].client);
+  CHECK(config->forwarding.mode == ForwardingMode::kBridge);
+  Plan plan = plan_ok(*config);
+  CHECK(plan.main_lcore == 0);
+  REQUIRE(plan.lcores.size() == 1);
+  CHECK(plan.lcores[0].lcore == 1);
+  CHECK(plan.lcores[0].rx.size() == 2);
+}
+
+TEST_CASE("missing files are reported with their name") {
+  std::string error;
+  CHECK_FALSE(load_config("/nonexistent/x.yaml", &error));
+  CHECK(error == "/nonexistent/x.yaml: cannot read: No such file or directory");
+}
+
+struct BrokenCase {
+  const char* yaml;
+  const char* error;
+};
+
+// A minimal valid config is
+//   version: 1
+//   ports:
+//     - {name: vm0, type: vhost, socket: /tmp/a.sock}
+//   forwarding: {mode: bridge}
+// and each case breaks one thing.
+const BrokenCase kBroken[] = {
+    // Schema: unknown, missing, mistyped keys.
+    {"version: 1\nports:\n  - name: vm0\n    type: vhost\n    sockt: /tmp/a.sock\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:5:5: ports[0].sockt: unknown key"},
+    {"version: 1\nports:\n  - name: vm0\n    type: vhost\n    socket: /tmp/a.sock\n"
+     "    queues: 0\nforwarding: {mode: bridge}\n",
+     "t.yaml:6:13: ports[0].queues: must be 1..128, got 0"},
+    {"ports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\nforwarding: {mode: bridge}\n",
+     "t.yaml:1:1: version: required key missing"},
+    {"version: 2\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:1:10: version: unsupported version 2, this vqswitch reads 1"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock, queues: two}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:3:59: ports[0].queues: expected an integer, got \"two\""},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock, queues: \"2\"}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:3:59: ports[0].queues: expected an integer, got the quoted string \"2\""},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost}\nforwarding: {mode: bridge}\n",
+     "t.yaml:3:5: ports[0].socket: required key missing"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhots, socket: /tmp/a.sock}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:3:23: ports[0].type: must be vhost or ethdev, got \"vhots\""},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock, tso: yes}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:3:56: ports[0].tso: expected true or false, got \"yes\""},
+    {"version: 1\nversion: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:2:1: version: duplicate key (first at line 1)"},
+    {"version: 1\nports: {name: vm0}\nforwarding: {mode: bridge}\n",
+     "t.yaml:2:8: ports: expected a sequence, got a mapping"},
+    {"version: 1\nports: []\nforwarding: {mode: bridge}\n",
+     "t.yaml:2:8: ports: must have 1..1024 entries, got 0"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n",
+     "t.yaml:1:1: forwarding: required key missing"},
+    {"- version: 1\n", "t.yaml:1:1: expected a mapping at the top level, got a sequence"},
+    {"", "t.yaml:1:1: empty configuration (expected a mapping with version: 1)"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "forwarding: {mode: bridge}\n---\nversion: 1\n",
+     "t.yaml:6:1: a second YAML document; the configuration is one"},
+    // YAML syntax.
+    {"version: 1\nports: [vm0\nforwarding: {mode: bridge}\n",
+     "t.yaml:3:11: invalid YAML: end of sequence flow not found"},
+    {"version: 1\n  ports: 2\n", "t.yaml:2:8: invalid YAML: illegal map value"},
+    // Top-level values.
+    {"version: 1\nburst: 65\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:2:8: burst: must be 1..64, got 65"},
+    {"version: 1\nmbufs: 100\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:2:8: mbufs: must be 0 (auto) or 1024..16777216, got 100"},
+    {"version: 1\neal: {cores: \"0-\"}\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:2:14: eal.cores: must be lcore ids below 128 and ascending ranges like \"0-3,6\", "
+     "each once, got \"0-\""},
+    {"version: 1\neal: {cores: \"0-1\", main_lcore: 2}\nports:\n"
+     "  - {name: vm0, type: vhost, socket: /tmp/a.sock}\nforwarding: {mode: bridge}\n",
+     "t.yaml:2:33: eal.main_lcore: lcore 2 is not in eal.cores \"0-1\""},
+    {"version: 1\neal:\n  args: [\"--no-pci\", \"-l\", \"0\"]\nports:\n"
+     "  - {name: vm0, type: vhost, socket: /tmp/a.sock}\nforwarding: {mode: bridge}\n",
+     "t.yaml:3:22: eal.args[1]: \"-l\" is set from eal.cores, not through eal.args"},
+    {"version: 1\neal: {memory_mb: 32}\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:2:18: eal.memory_mb: must be 64..1048576, got 32"},
+    // Ports.
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "  - {name: vm0, type: vhost, socket: /tmp/b.sock}\nforwarding: {mode: bridge}\n",
+     "t.yaml:4:12: ports[1].name: duplicate port name \"vm0\" (also ports[0])"},
+    {"version: 1\nports:\n  - {name: \"vm 0\", type: vhost, socket: /tmp/a.sock}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:3:12: ports[0].name: must be 1..32 characters of A-Z a-z 0-9 _ . -, got \"vm 0\""},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: a.sock}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:3:38: ports[0].socket: must be an absolute path, got \"a.sock\""},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "  - {name: vm1, type: vhost, socket: /tmp/a.sock}\nforwarding: {mode: bridge}\n",
+     "t.yaml:4:38: ports[1].socket: duplicate socket \"/tmp/a.sock\" (also ports[0].socket)"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock, reconnect: false}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:3:51: ports[0].reconnect: only with mode: client"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock, mtu: 1500}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:3:51: ports[0].mtu: only for ethdev ports"},
+    {"version: 1\nports:\n  - {name: nic0, type: ethdev, device: net_null0, tso: true}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:3:51: ports[0].tso: only for vhost ports"},
+    {"version: 1\nports:\n  - {name: nic0, type: ethdev}\nforwarding: {mode: bridge}\n",
+     "t.yaml:3:5: ports[0].device: required key missing"},
+    {"version: 1\nports:\n  - {name: nic0, type: ethdev, device: net_null0}\n"
+     "  - {name: nic1, type: ethdev, device: \"net_null0,size=64\"}\nforwarding: {mode: bridge}\n",
+     "t.yaml:4:40: ports[1].device: device \"net_null0\" is already ports[0]"},
+    {"version: 1\nports:\n  - {name: nic0, type: ethdev, device: net_null0, rx_descriptors: 1000}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:3:67: ports[0].rx_descriptors: must be a power of two in 64..32768, got 1000"},
+    {"version: 1\nports:\n  - name: nic0\n    type: ethdev\n    device: net_null0\n"
+     "    rx_descriptors: 512\n    rx_free_thresh: 512\nforwarding: {mode: bridge}\n",
+     "t.yaml:7:21: ports[0].rx_free_thresh: must be 1..511 (below rx_descriptors), got 512"},
+    {"version: 1\nports:\n  - name: vm0\n    type: vhost\n    socket: /tmp/a.sock\n"
+     "    weight: {packets: 0}\nforwarding: {mode: bridge}\n",
+     "t.yaml:6:23: ports[0].weight.packets: must be 1..65536, got 0"},
+    {"version: 1\nports:\n  - name: vm0\n    type: vhost\n    socket: /tmp/a.sock\n"
+     "    weight: {pkts: 10}\nforwarding: {mode: bridge}\n",
+     "t.yaml:6:14: ports[0].weight.pkts: unknown key"},
+    {"version: 1\nports:\n  - name: vm0\n    type: vhost\n    socket: /tmp/a.sock\n"
+     "    notify_coalesce: {usecs: 2000000}\nforwarding: {mode: bridge}\n",
+     "t.yaml:6:30: ports[0].notify_coalesce.usecs: must be 0..1000000, got 2000000"},
+    {"version: 1\nports:\n  - name: vm0\n    type: vhost\n    socket:\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:5:5: ports[0].socket: expected a string, got nothing"},
+    // VLANs.
+    {"version: 1\nports:\n  - name: vm0\n    type: vhost\n    socket: /tmp/a.sock\n"
+     "    vlan: {mode: access, vlan: 10}\n  - {name: nic0, type: ethdev, device: net_null0}\n"
+     "forwarding: {mode: xconnect, pairs: [[vm0, nic0]]}\n",
+     "t.yaml:6:5: ports[0].vlan: only in bridge mode (forwarding.mode is xconnect)"},
+    {"version: 1\nports:\n  - name: vm0\n    type: vhost\n    socket: /tmp/a.sock\n"
+     "    vlan: {mode: access, vlan: 4095}\nforwarding: {mode: bridge}\n",
+     "t.yaml:6:32: ports[0].vlan.vlan: must be 1..4094, got 4095"},
+    {"version: 1\nports:\n  - name: vm0\n    type: vhost\n    socket: /tmp/a.sock\n"
+     "    vlan: {mode: trunk, vlans: [10, 20, 10]}\nforwarding: {mode: bridge}\n",
+     "t.yaml:6:41: ports[0].vlan.vlans[2]: duplicate VLAN 10 (also vlans[0])"},
+    {"version: 1\nports:\n  - name: vm0\n    type: vhost\n    socket: /tmp/a.sock\n"
+     "    vlan: {mode: access, vlans: [10]}\nforwarding: {mode: bridge}\n",
+     "t.yaml:6:26: ports[0].vlan.vlans: only with mode: trunk"},
+    // Forwarding.
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "  - {name: nic0, type: ethdev, device: net_null0}\n"
+     "forwarding: {mode: xconnect, pairs: [[vm0, nic1]]}\n",
+     "t.yaml:5:44: forwarding.pairs[0][1]: unknown port \"nic1\""},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "  - {name: nic0, type: ethdev, device: net_null0}\n"
+     "forwarding: {mode: xconnect, pairs: []}\n",
+     "t.yaml:3:5: ports[0]: not forwarded: vm0 is in no forwarding.pairs entry"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "  - {name: nic0, type: ethdev, device: net_null0}\n"
+     "forwarding: {mode: xconnect, pairs: [[vm0, vm0]]}\n",
+     "t.yaml:5:44: forwarding.pairs[0][1]: port vm0 paired with itself"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "  - {name: nic0, type: ethdev, device: net_null0}\n"
+     "  - {name: nic1, type: ethdev, device: net_null1}\n"
+     "forwarding: {mode: xconnect, pairs: [[vm0, nic0], [nic1, vm0]]}\n",
+     "t.yaml:6:58: forwarding.pairs[1][1]: port vm0 is already in forwarding.pairs[0]"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "  - {name: nic0, type: ethdev, device: net_null0}\n"
+     "forwarding: {mode: xconnect, pairs: [[vm0, nic0, nic0]]}\n",
+     "t.yaml:5:38: forwarding.pairs[0]: must be a pair [port, port], got 3 entries"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "forwarding: {mode: bridge, pairs: []}\n",
+     "t.yaml:4:28: forwarding.pairs: only in xconnect mode"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "  - {name: nic0, type: ethdev, device: net_null0}\n"
+     "forwarding: {mode: xconnect, pairs: [[vm0, nic0]], mac_aging_s: 10}\n",
+     "t.yaml:5:52: forwarding.mac_aging_s: only in bridge mode"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "forwarding: {mode: bridge, mac_table_size: 8}\n",
+     "t.yaml:4:44: forwarding.mac_table_size: must be 16..1048576, got 8"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "forwarding: {mode: hub}\n",
+     "t.yaml:4:20: forwarding.mode: must be xconnect or bridge, got \"hub\""},
+    // Lcores and placement.
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "lcores:\n  - {lcore: 5}\nforwarding: {mode: bridge}\n",
+     "t.yaml:5:13: lcores[0].lcore: lcore 5 is not in eal.cores \"0-1\""},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "lcores:\n  - {lcore: 1}\n  - {lcore: 1}\nforwarding: {mode: bridge}\n",
+     "t.yaml:6:13: lcores[1].lcore: lcore 1 is listed twice (also lcores[0])"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "lcores:\n  - {lcore: 0, rx: [\"vm0:0\"]}\n  - {lcore: 1, rx: [\"vm0:0\"]}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:6:21: lcores[1].rx[0]: vm0:0 is already polled by lcores[0] (lcore 0)"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock, queues: 2}\n"
+     "lcores:\n  - {lcore: 1, rx: [\"vm0:0\"]}\nforwarding: {mode: bridge}\n",
+     "t.yaml:5:3: lcores: vm0:1 is polled by no lcore (list it in an lcore's rx, or give an lcore "
+     "rx: auto)"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "lcores:\n  - {lcore: 1, rx: [vm0]}\nforwarding: {mode: bridge}\n",
+     "t.yaml:5:21: lcores[0].rx[0]: expected \"port:queue\" like \"vm0:0\" or {port: vm0, queue: "
+     "0}, "
+     "got \"vm0\""},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "lcores:\n  - {lcore: 1, rx: [\"vm0:1\"]}\nforwarding: {mode: bridge}\n",
+     "t.yaml:5:21: lcores[0].rx[0]: queue 1 out of range: vm0 has queues 0..0"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "lcores:\n  - lcore: 1\n    rx:\n      - {port: vm1, queue: 0}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:7:16: lcores[0].rx[0].port: unknown port \"vm1\""},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "lcores:\n  - {lcore: 1, rx: manual}\nforwarding: {mode: bridge}\n",
+     "t.yaml:5:20: lcores[0].rx: must be auto or a list of rx queues, got \"manual\""},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "lcores:\n  - {lcore: 1, busy_poll_us: -1}\nforwarding: {mode: bridge}\n",
+     "t.yaml:5:30: lcores[0].busy_poll_us: must be 0..10000000, got -1"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "lcores: []\nforwarding: {mode: bridge}\n",
+     "t.yaml:4:9: lcores: must have 1..128 entries, got 0 (leave lcores out for the default "
+     "placement)"},
+};
+
+TEST_CASE("broken configs are reported exactly") {
+  STATIC_REQUIRE(std::size(kBroken) >= 25);
+  for (const BrokenCase& c : kBroken) {
+    INFO(c.yaml);
+    CHECK(parse_error(c.yaml) == c.error);
+  }
+}
+
+TEST_CASE("an error inside a long config points at the right line") {
+  std::string text =
+      "version: 1\n"
+      "ports:\n"
+      "  - name: vm0\n"
+      "    type: vhost\n"
+      "    socket: /tmp/vm0.sock\n"
+      "  - name: nic0\n"
+      "    type: ethdev\n"
+      "    device: net_null0\n"
+      "    queues: 0\n"
+      "forwarding:\n"
+      "  mode: xconnect\n"
+      "  pairs: [[vm0, nic0]]\n";
+  CHECK(parse_error(text) == "t.yaml:9:13: ports[1].queues: must be 1..128, got 0");
+}
+
+TEST_CASE("defaults are filled in") {
+  Config c = parse_ok(
+      "version: 1\n"
+      "ports:\n"
+      "  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+      "  - {name: nic0, type: ethdev, device: \"0000:01:00.0\"}\n"
+      "forwarding: {mode: bridge}\n");
+  CHECK(c.file == "t.yaml");
+  CHECK(c.version == 1);
+  CHECK(c.eal.cores == "0-1");
+  CHECK_FALSE(c.eal.main_lcore);
+  CHECK(c.eal.memory_mb == 1024);
+  CHECK(c.eal.file_prefix == "vqswitch");
+  CHECK(c.eal.huge);
+  CHECK(c.eal.args.empty());
+  CHECK(c.mbufs == 0);
+  CHECK(c.burst == 32);
+  CHECK(c.stats_interval_s == 1);
+  CHECK(c.lcores.empty());
+  CHECK(c.forwarding.mode == ForwardingMode::kBridge);
+  CHECK(c.forwarding.mac_table_size == 4096);
+  CHECK(c.forwarding.mac_aging_s == 300);
+
+  REQUIRE(c.ports.size() == 2);
+  const PortConfig& vm = c.ports[0];
+  CHECK(vm.type == PortType::kVhost);
+  CHECK(vm.queues == 1);
+  CHECK(vm.weight.packets == 0);
+  CHECK(vm.weight.bytes == 512 * 1024);
+  CHECK(vm.vlan.mode == VlanMode::kNone);
+  CHECK(vm.tx_retries_max == 8);
+  CHECK_FALSE(vm.client);
+  CHECK(vm.reconnect);
+  CHECK_FALSE(vm.tso);
+  CHECK(vm.notify_coalesce.packets == 0);
+  CHECK(vm.notify_coalesce.usecs == 0);
+  CHECK(vm.refill_threshold == 0);
+  CHECK(vm.line == 3);
+  const PortConfig& nic = c.ports[1];
+  CHECK(nic.type == PortType::kEthdev);
+  CHECK(nic.device == "0000:01:00.0");
+  CHECK(nic.rx_descriptors == 1024);
+  CHECK(nic.tx_descriptors == 1024);
+  CHECK(nic.rx_free_thresh == 0);
+  CHECK(nic.mtu == 0);
+  CHECK(nic.line == 4);
+
+  // The default placement: every EAL lcore but main forwards with rx: auto.
+  Plan plan = plan_ok(c);
+  CHECK(plan.eal_lcores == std::vector<unsigned>{0, 1});
+  CHECK(plan.main_lcore == 0);
+  REQUIRE(plan.lcores.size() == 1);
+  CHECK(plan.lcores[0].lcore == 1);
+  CHECK_FALSE(plan.lcores[0].is_main);
+  CHECK_FALSE(plan.lcores[0].busy_poll_us);
+  CHECK(plan.lcores[0].rx.size() == 2);
+  CHECK(plan.xconnect_peer == std::vector<int>{-1, -1});
+}
+
+TEST_CASE("every key is read") {
+  Config c = parse_ok(
+      "version: 1\n"
+      "eal: {cores: \"2-3\", main_lcore: 3, memory_mb: 64, file_prefix: t1, huge: false,\n"
+      "      args: [\"--no-pci\", \"--log-level=8\"]}\n"
+      "mbufs: 8192\n"
+      "burst: 16\n"
+      "stats_interval_s: 0\n"
+      "ports:\n"
+      "  - name: vm0\n"
+      "    type: vhost\n"
+      "    socket: /tmp/a.sock\n"
+      "    mode: client\n"
+      "    reconnect: false\n"
+      "    queues: 4\n"
+      "    tso: true\n"
+      "    weight: {packets: 100, bytes: 65536}\n"
+      "    notify_coalesce: {packets: 8, usecs: 50}\n"
+      "    refill_threshold: 16\n"
+      "    tx_retries_max: 0\n"
+      "    vlan: {mode: trunk, vlans: [30, 10], native: 5}\n"
+      "  - name: nic0\n"
+      "    type: ethdev\n"
+      "    device: \"net_tap0,iface=t0\"\n"
+      "    queues: 2\n"
+      "    rx_descriptors: 512\n"
+      "    tx_descriptors: 4096\n"
+      "    rx_free_thresh: 32\n"
+      "    mtu: 9000\n"
+      "    vlan: {mode: access, vlan: 10}\n"
+      "lcores:\n"
+      "  - {lcore: 2, rx: auto, busy_poll_us: 0}\n"
+      "forwarding: {mode: bridge, mac_table_size: 16, mac_aging_s: 0}\n");
+  CHECK(c.eal.cores == "2-3");
+  CHECK(c.eal.main_lcore == 3u);
+  CHECK(c.eal.memory_mb == 64);
+  CHECK(c.eal.file_prefix == "t1");
+  CHECK_FALSE(c.eal.huge);
+  CHECK(c.eal.args == std::vector<std::string>{"--no-pci", "--log-level=8"});
+  CHECK(c.mbufs == 8192);
+  CHECK(c.burst == 16);
+  CHECK(c.stats_interval_s == 0);
+  const PortConfig& vm = c.ports[0];
+  CHECK(vm.client);
+  CHECK_FALSE(vm.reconnect);
+  CHECK(vm.queues == 4);
+  CHECK(vm.tso);
+  CHECK(vm.weight.packets == 100);
+  CHECK(vm.weight.bytes == 65536);
+  CHECK(vm.notify_coalesce.packets == 8);
+  CHECK(vm.notify_coalesce.usecs == 50);
+  CHECK(vm.refill_threshold == 16);
+  CHECK(vm.tx_retries_max == 0);
+  CHECK(vm.vlan.mode == VlanMode::kTrunk);
+  CHECK(vm.vlan.trunk_vlans == std::vector<uint16_t>{10, 30});
+  CHECK(vm.vlan.native_vlan == 5);
+  const PortConfig& nic = c.ports[1];
+  CHECK(nic.device == "net_tap0,iface=t0");
+  CHECK(nic.queues == 2);
+  CHECK(nic.rx_descriptors == 512);
+  CHECK(nic.tx_descriptors == 4096);
+  CHECK(nic.rx_free_thresh == 32);
+  CHECK(nic.mtu == 9000);
+  CHECK(nic.vlan.mode == VlanMode::kAccess);
+  CHECK(nic.vlan.access_vlan == 10);
+  REQUIRE(c.lcores.size() == 1);
+  CHECK(c.lcores[0].auto_rx);
+  CHECK(c.lcores[0].busy_poll_us == 0u);
+  CHECK(c.forwarding.mac_table_size == 16);
+  CHECK(c.forwarding.mac_aging_s == 0);
+
+  Plan plan = plan_ok(c);
+  CHECK(plan.main_lcore == 3);
+  REQUIRE(plan.lcores.size() == 1);
+  CHECK(plan.lcores[0].rx.size() == 6);  // 4 guest queues + 2 NIC queues
+}
+
+TEST_CASE("rx auto placement: explicit first, the rest round-robin by port then queue") {
+  Config c = parse_ok(
+      "version: 1\n"
+      "eal: {cores: \"0-3\"}\n"
+      "ports:\n"
+      "  - {name: a, type: vhost, socket: /tmp/a.sock, queues: 3, weight: {packets: 100}}\n"
+      "  - {name: b, type: ethdev, device: net_null0, queues: 2}\n"
+      "lcores:\n"
+      "  - {lcore: 1, rx: auto}\n"
+      "  - lcore: 2\n"
+      "    rx: [\"a:1\", {port: b, queue: 1, weight: {bytes: 4096}}]\n"
+      "  - {lcore: 3}\n"
+      "forwarding: {mode: bridge}\n");
+  Plan plan = plan_ok(c);
+  REQUIRE(plan.lcores.size() == 3);
+  auto rx_of = [&](size_t slot) {
+    std::vector<std::pair<unsigned, unsigned>> out;
+    for (const PlannedRxQueue& q : plan.lcores[slot].rx) out.emplace_back(q.port, q.queue);
+    return out;
+  };
+  using Queues = std::vector<std::pair<unsigned, unsigned>>;
+  // Left for auto: a:0, a:2, b:0 -> slots 0, 2, 0.
+  CHECK(rx_of(0) == Queues{{0, 0}, {1, 0}});
+  CHECK(rx_of(1) == Queues{{0, 1}, {1, 1}});
+  CHECK(rx_of(2) == Queues{{0, 2}});
+  for (size_t s = 0; s < 3; ++s) CHECK(plan.lcores[s].slot == s);
+  // Weights: the port's, or overridden field by field.
+  CHECK(plan.lcores[0].rx[0].weight.packets == 100);
+  CHECK(plan.lcores[0].rx[0].weight.bytes == 512 * 1024);
+  CHECK(plan.lcores[1].rx[0].weight.packets == 100);
+  CHECK(plan.lcores[1].rx[1].weight.packets == 0);
+  CHECK(plan.lcores[1].rx[1].weight.bytes == 4096);
+}
+
+TEST_CASE("default lcores: all but main, or main alone on a one-lcore EAL") {
+  const char* ports =
+      "ports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock, queues: 4}\n"
+      "forwarding: {mode: bridge}\n";
+  Plan three = plan_ok(
+      parse_ok(std::string("version: 1\neal: {cores: \"0-2,5\", main_lcore: 2}\n") + ports));
+  CHECK(three.eal_lcores == std::vector<unsigned>{0, 1, 2, 5});
+  REQUIRE(three.lcores.size() == 3);
+  CHECK(three.lcores[0].lcore == 0);
+  CHECK(three.lcores[1].lcore == 1);
+  CHECK(three.lcores[2].lcore == 5);
+  CHECK(three.lcores[0].rx.size() == 2);  // queues 0 and 3
+  CHECK(three.lcores[1].rx.size() == 1);
+  CHECK(three.lcores[2].rx.size() == 1);
+
+  Plan one = plan_ok(parse_ok(std::string("version: 1\neal: {cores: \"3\"}\n") + ports));
+  CHECK(one.main_lcore == 3);
+  REQUIRE(one.lcores.size() == 1);
+  CHECK(one.lcores[0].lcore == 3);
+  CHECK(one.lcores[0].is_main);
+  CHECK(one.lcores[0].rx.size() == 4);
+}
+
+TEST_CASE("core lists") {
+  using Ids = std::vector<unsigned>;
+  CHECK(parse_core_list("0-3,6") == Ids{0, 1, 2, 3, 6});
+  CHECK(parse_core_list("5") == Ids{5});
+  CHECK(parse_core_list(" 8 , 1-2 ") == Ids{1, 2, 8});
+  CHECK(parse_core_list("127") == Ids{127});
+  CHECK(parse_core_list("0-127")->size() == 128);
+  for (const char* bad : {"", " ", "128", "0-128", "3-1", "1,1", "0-2,2", "0-", "-1", "a", "1a",
+                          "0,,1", "0,", ",0", "0-1-2", "1.5", "+1"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_core_list(bad));
+  }
+  CHECK(format_core_list({0, 1, 2, 3, 6}) == "0-3,6");
+  CHECK(format_core_list({1, 3, 4}) == "1,3-4");
+  CHECK(format_core_list({7}) == "7");
+}
+
+TEST_CASE("xconnect peers") {
+  Config c = parse_ok(
+      "version: 1\n"
+      "ports:\n"
+      "  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+      "  - {name: vm1, type: vhost, socket: /tmp/b.sock}\n"
+      "  - {name: nic0, type: ethdev, device: net_null0}\n"
+      "  - {name: vm2, type: vhost, socket: /tmp/c.sock}\n"
+      "forwarding:\n"
+      "  mode: xconnect\n"
+      "  pairs:\n"
+      "    - [vm0, nic0]\n"
+      "    - [vm2, vm1]\n");
+  REQUIRE(c.forwarding.pairs.size() == 2);
+  CHECK(c.forwarding.pairs[1] == std::pair<std::string, std::string>{"vm2", "vm1"});
+  Plan plan = plan_ok(c);
+  CHECK(plan.xconnect_peer == std::vector<int>{2, 3, 0, 1});
+}
+
+TEST_CASE("tx queues: one per lcore on an ethdev, shared on a guest with fewer queues") {
+  Config c = parse_ok(
+      "version: 1\n"
+      "eal: {cores: \"0-2\"}\n"
+      "ports:\n"
+      "  - {name: one, type: vhost, socket: /tmp/a.sock, queues: 1}\n"
+      "  - {name: two, type: vhost, socket: /tmp/b.sock, queues: 2}\n"
+      "  - {name: four, type: vhost, socket: /tmp/c.sock, queues: 4}\n"
+      "  - {name: nic, type: ethdev, device: net_null0, queues: 1}\n"
+      "lcores: [{lcore: 0}, {lcore: 1}, {lcore: 2}]\n"
+      "forwarding: {mode: bridge}\n");
+  Plan plan = plan_ok(c);
+  REQUIRE(plan.lcores.size() == 3);
+  CHECK(plan.lcores[0].is_main);
+  CHECK(plan.tx_queues == std::vector<uint16_t>{1, 2, 4, 3});
+  CHECK(plan.tx_shared == std::vector<bool>{true, true, false, false});
+  CHECK(plan.tx_queue(0, 2) == 0);
+  CHECK(plan.tx_queue(1, 2) == 0);
+  CHECK(plan.tx_queue(1, 1) == 1);
+  CHECK(plan.tx_queue(2, 2) == 2);
+  CHECK(plan.tx_queue(3, 2) == 2);
+  std::string text = format_plan(c, plan);
+  CHECK(text.find("tx one:0 (shared), two:0 (shared), four:2, nic:2") != text.npos);
+}
+
+TEST_CASE("make_plan on a config built in code: errors without positions") {
+  Config c;
+  c.file = "code";
+  PortConfig port;
+  port.name = "vm0";
+  port.socket = "/tmp/a.sock";
+  port.queues = 2;
+  c.ports.push_back(port);
+  c.forwarding.mode = ForwardingMode::kBridge;
+  LcoreConfig lcore;
+  lcore.lcore = 1;
+  lcore.rx.push_back({"vm0", 0, {}});
+  c.lcores.push_back(lcore);
+  std::string error;
+  CHECK_FALSE(make_plan(c, &error));
+  CHECK(error ==
+        "code: lcores: vm0:1 is polled by no lcore (list it in an lcore's rx, or give an lcore rx: "
+        "auto)");
+  c.lcores[0].rx.push_back({"vm1", 0, {}});
+  CHECK_FALSE(make_plan(c, &error));
+  CHECK(error == "code: lcores[0].rx[1]: unknown port \"vm1\"");
+  c.lcores[0].rx.pop_back();
+  c.lcores[0].auto_rx = true;
+  Plan plan = plan_ok(c);
+  CHECK(plan.lcores[0].rx.size() == 2);
+  c.eal.cores = "0-";
+  CHECK_FALSE(make_plan(c, &error));
+  CHECK(error == "code: eal.cores: malformed core list \"0-\"");
+}
+
+TEST_CASE("error_at falls back to the nearest parent with a position") {
+  Config c = parse_ok(
+      "version: 1\n"
+      "ports:\n"
+      "  - name: vm0\n"
+      "    type: vhost\n"
+      "    socket: /tmp/a.sock\n"
+      "forwarding: {mode: bridge}\n");
+  CHECK(c.error_at("ports[0].socket", "cannot listen") ==
+        "t.yaml:5:13: ports[0].socket: cannot listen");
+  CHECK(c.error_at("ports[0].mtu", "x") == "t.yaml:3:5: ports[0].mtu: x");
+  CHECK(c.error_at("stats", "x") == "t.yaml: stats: x");
+}
+
+TEST_CASE("format_plan describes ports, lcores and forwarding") {
+  std::string error;
+  std::optional<Config> c = load_config(std::string(VQS_CONFIG_DIR) + "/vlan-trunk.yaml", &error);
+  REQUIRE(c);
+  std::string text = format_plan(*c, plan_ok(*c));
+  CHECK(text.find("forwarding: bridge, MAC table 4096 entries, aging 300 s") != text.npos);
+  CHECK(text.find("vm10: vhost /tmp/vqs-vm10.sock (server)") != text.npos);
+  CHECK(text.find("vlan access 10") != text.npos);
+  CHECK(text.find("vlan trunk 10,20, untagged dropped") != text.npos);
+  CHECK(text.find("lcore 1 (slot 0), busy poll forever") != text.npos);
+  CHECK(text.find("rx uplink:0, weight auto pkts / 512 KiB") != text.npos);
+}
+
+}  // namespace
+}  // namespace vqs::app

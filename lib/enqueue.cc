@@ -2,6 +2,7 @@
 
 #include "virtio_net_hdr.h"
 
+#include <rte_cycles.h>
 #include <rte_prefetch.h>
 
 #include <cstring>
@@ -145,6 +146,7 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
   const uint32_t hdr_size = features.net_hdr_size;
   QueueStats& stats = vq.stats();
   const uint16_t used_before = ring.last_used_idx();
+  const uint64_t packets_before = stats.packets;
   RxBufferGatherer gatherer(vq, posted);
   uint16_t pos = 0;
   uint16_t consumed = 0;
@@ -206,7 +208,9 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
     stats.count_packet(len);
   }
   ring.consume(pos);
-  vq.complete_burst(used_before);
+  vq.complete_rx_burst(used_before, static_cast<uint32_t>(stats.packets - packets_before),
+                       static_cast<uint16_t>(posted - pos),
+                       vq.notify_timed() ? rte_get_tsc_cycles() : 0);
   result.packets = consumed;
   return result;
 }

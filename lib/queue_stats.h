@@ -49,7 +49,13 @@ struct alignas(64) QueueStats {
   uint64_t drops[kDropReasonCount] = {};
   // mbuf pool empty during guest TX: not a drop, the packets stay in the guest's ring.
   uint64_t mbuf_alloc_failures = 0;
-  uint64_t guest_notifications = 0;
+  uint64_t guest_notifications = 0;  // interrupts sent (eventfd writes), whatever the reason
+  // Guest RX with coalescing: bursts whose notification the guest wanted but that was deferred,
+  // to be merged into a later one.
+  uint64_t guest_notifications_coalesced = 0;
+  // Of guest_notifications: sent only because the guest's posted buffers fell below the refill
+  // threshold (despite its suppression, or before coalescing would have sent them).
+  uint64_t guest_notifications_refill = 0;
   // Guest RX chains that failed validation, consumed with used.len = 0: not packet drops (the
   // packet went on to the next chain), but the guest lost a buffer.
   uint64_t invalid_rx_chains = 0;

@@ -1,6 +1,7 @@
 #include "vhost_device.h"
 
 #include <poll.h>
+#include <rte_cycles.h>
 #include <rte_log.h>
 #include <rte_vhost.h>
 #include <sys/epoll.h>
@@ -391,6 +392,10 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
   setup.features = negotiated_features();
   setup.memory = &memory_;
   setup.callfd = vr.callfd;
+  if (index % 2 == 0) {  // guest RX: we enqueue, the policy applies
+    setup.notify = options_.notify;
+    setup.tsc_hz = rte_get_tsc_hz();
+  }
   Vring& v = vrings_[index];
   if (!v.queue.start(setup)) {
     VQS_LOG(ERR, "%s: vring %u: unusable ring (size %u)", path().c_str(), index, vr.size);

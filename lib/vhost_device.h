@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "guest_memory.h"
+#include "notify_policy.h"
 #include "queue_gate.h"
 #include "virtqueue.h"
 
@@ -29,6 +30,7 @@ struct VhostDeviceOptions {
   bool client = false;       // connect to the socket instead of listening on it
   bool reconnect = true;     // client mode: reconnect when the peer goes away
   bool tso = false;          // offer HOST/GUEST_TSO4/6
+  NotifyPolicy notify;       // for each guest RX vring (2q), applied when it starts
 };
 
 // The virtio features we offer, and the vhost-user protocol features we handle.

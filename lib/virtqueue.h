@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "desc_chain.h"
 #include "guest_memory.h"
+#include "guest_notifier.h"
 #include "io_vec.h"
 #include "net_features.h"
+#include "notify_policy.h"
 #include "queue_stats.h"
 #include "split_ring.h"
 
@@ -33,6 +36,10 @@ class VirtQueue {
     uint64_t features = 0;
     const GuestMemory* memory = nullptr;
     int callfd = -1;  // eventfd that interrupts the guest; -1: the guest polls
+    // Guest RX queues: coalescing and refill threshold for complete_rx_burst(). Unset: notify
+    // after every burst the guest wants it, no threshold.
+    std::optional<NotifyPolicy> notify;
+    uint64_t tsc_hz = 0;  // converts notify->coalesce_usecs to TSC cycles
   };
 
   // False (and not ready) when the ring addresses or size are unusable.
@@ -66,10 +73,38 @@ class VirtQueue {
     for (uint16_t i = 0; i < count; ++i) reader_.prefetch_first_buffer(ring_.avail_head(i));
   }
 
-  // Ends a burst: makes the used entries visible and interrupts the guest if it asked for it.
+  // Ends a guest TX burst: makes the used entries visible and interrupts the guest if it asked
+  // for it.
   void complete_burst(uint16_t used_before);
 
+  // Ends a guest RX burst: publishes, then applies the notify policy. `delivered`: packets
+  // written; `remaining`: posted buffers left after the burst (a snapshot: re-read when it looks
+  // low); `now_tsc`: read only when notify_timed().
+  void complete_rx_burst(uint16_t used_before, uint32_t delivered, uint16_t remaining,
+                         uint64_t now_tsc) {
+    if (!notifier_.coalescing() && notifier_.refill_threshold() == 0) {
+      complete_burst(used_before);
+      return;
+    }
+    apply_notify_policy(used_before, delivered, remaining, now_tsc);
+  }
+
+  // Sends a deferred (coalesced) notification whose time has come. The owner of the queue calls
+  // it between bursts, cheaply and often (every lcore loop iteration, or each tx burst), so that
+  // a deferred notification is not stranded when traffic stops. Inside the queue's gate.
+  void flush_notifications(uint64_t now_tsc) {
+    if (notifier_.pending() && notifier_.flush(now_tsc)) interrupt_guest();
+  }
+  // Whether a flush could send anything (a caller may skip reading the TSC otherwise).
+  bool notification_pending() const { return notifier_.pending(); }
+  // Whether bursts and flushes need the current TSC (coalesce_usecs set).
+  bool notify_timed() const { return notifier_.timed(); }
+  // The refill threshold in effect (0: none), resolved for the ring size at start().
+  uint32_t refill_threshold() const { return notifier_.refill_threshold(); }
+
  private:
+  void apply_notify_policy(uint16_t used_before, uint32_t delivered, uint16_t remaining,
+                           uint64_t now_tsc);
   void interrupt_guest();
 
   SplitRing ring_;
@@ -77,6 +112,7 @@ class VirtQueue {
   NetFeatures features_;
   int callfd_ = -1;
   bool broken_counted_ = false;
+  GuestNotifier notifier_;
   QueueStats stats_;
   IoVecList iov_;
 };

@@ -11,7 +11,9 @@
 namespace vqs {
 namespace {
 
-constexpr const char* kValidKeys = "iface, queues, client, reconnect, tso";
+constexpr const char* kValidKeys =
+    "iface, queues, client, reconnect, tso, notify_coalesce_packets, notify_coalesce_usecs, "
+    "refill_threshold";
 
 bool parse_uint(const char* text, uint64_t max, uint64_t* out) {
   if (text == nullptr || *text == '\0' || *text == '-' || *text == '+') return false;
@@ -66,6 +68,16 @@ std::optional<VhostDeviceOptions> parse_devargs(const char* args, std::string* e
     } else if (key == "tso") {
       if (!parse_uint(value, 1, &n)) return bad("must be 0 or 1");
       options.tso = n == 1;
+    } else if (key == "notify_coalesce_packets") {
+      if (!parse_uint(value, NotifyPolicy::kMaxCoalescePackets, &n)) return bad("must be 0..1024");
+      options.notify.coalesce_packets = static_cast<uint32_t>(n);
+    } else if (key == "notify_coalesce_usecs") {
+      if (!parse_uint(value, NotifyPolicy::kMaxCoalesceUsecs, &n)) return bad("must be 0..1000000");
+      options.notify.coalesce_usecs = static_cast<uint32_t>(n);
+    } else if (key == "refill_threshold") {
+      if (!parse_uint(value, NotifyPolicy::kMaxRefillThreshold, &n))
+        return bad("must be 0..32768 (0: min(64, ring size) / 2)");
+      options.notify.refill_threshold = static_cast<uint32_t>(n);
     } else {
       *error = "unknown devarg '" + key + "' (valid: " + kValidKeys + ")";
       return std::nullopt;

@@ -1,4 +1,6 @@
 // The burst functions: enter the vring's gate, run the datapath, leave.
+#include <rte_cycles.h>
+
 #include "dequeue.h"
 #include "enqueue.h"
 #include "pmd_port.h"
@@ -19,6 +21,9 @@ uint16_t pmd_tx_burst(void* queue, rte_mbuf** pkts, uint16_t count) {
   auto* q = static_cast<PmdTxQueue*>(queue);
   VirtQueue* vq = q->device->enter(q->vring);
   if (vq == nullptr) return 0;  // no guest: the caller keeps (and counts) its packets
+  // Deferred (coalesced) notifications are sent from here, so an application's tx bursts —
+  // empty ones too — are what flushes them when traffic stops.
+  if (vq->notification_pending()) vq->flush_notifications(rte_get_tsc_cycles());
   const BurstResult r = enqueue_burst(*vq, pkts, count);
   q->device->leave(q->vring);
   // Consumed = delivered or dropped-and-counted; the rest found no guest buffer and stay the

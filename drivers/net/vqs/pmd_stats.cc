@@ -19,6 +19,10 @@ constexpr Counter kCounters[] = {
     {"invalid_rx_chains", [](const QueueStats& s) { return s.invalid_rx_chains; }},
     {"mbuf_alloc_failures", [](const QueueStats& s) { return s.mbuf_alloc_failures; }},
     {"guest_notifications", [](const QueueStats& s) { return s.guest_notifications; }},
+    {"guest_notifications_coalesced",
+     [](const QueueStats& s) { return s.guest_notifications_coalesced; }},
+    {"guest_notifications_refill",
+     [](const QueueStats& s) { return s.guest_notifications_refill; }},
     {"ring_broken", [](const QueueStats& s) { return s.ring_broken; }},
 };
 // Drops by every reason but kNoGuestBuffer: the PMD's tx burst hands such packets back to the

@@ -353,10 +353,10 @@ void Loader::load(const YAML::Node& root) {
       {"version", "eal", "mbufs", "burst", "stats_interval_s", "ports", "lcores", "forwarding"});
 
   const Value& version = m.require("version");
-  config_.version = static_cast<int>(read_integer(version));
-  if (config_.version != kConfigVersion)
+  if (read_integer(version) != kConfigVersion)
     fail(version, "unsupported version " + version.node.Scalar() + ", this vqswitch reads " +
                       std::to_string(kConfigVersion));
+  config_.version = kConfigVersion;
 
   if (const Value* v = m.find("eal")) read_eal(*v);
   if (const Value* v = m.find("mbufs")) {

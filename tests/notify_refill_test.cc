@@ -77,6 +77,23 @@ TEST_CASE("refill threshold forces a notification the guest suppressed, once per
   CHECK(dev.rxq.stats().guest_notifications_coalesced == 0);
 }
 
+TEST_CASE("refill threshold: bursts that drain a full ring cross it every time") {
+  Device dev(kModernFeatures, 64);  // threshold 32
+  use_policy(dev, NotifyPolicy{});
+  dev.rx.set_avail_flags(kVringAvailFNoInterrupt);
+  for (int round = 1; round <= 3; ++round) {
+    dev.rx.post_rx(64, 1536);
+    auto pkts = make_packets(80);
+    CHECK(dev.enqueue(pkts) == 64);  // 64 -> 0 in one burst, then refused
+    const std::vector<rte_mbuf*> rest(pkts.begin() + 64, pkts.end());
+    CHECK(dev.enqueue(rest) == 0);  // the retry: same crossing
+    free_packets(rest, 0);
+    CHECK(dev.rx.take_interrupts() == 1);
+    CHECK(dev.rxq.stats().guest_notifications_refill == static_cast<uint64_t>(round));
+    CHECK(dev.rx.receive().size() == 64);
+  }
+}
+
 TEST_CASE("refill threshold: an empty ring that refuses packets notifies a suppressing guest") {
   Device dev(kModernFeatures | bit(kNetFMrgRxbuf));
   use_policy(dev, NotifyPolicy{});

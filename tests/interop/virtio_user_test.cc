@@ -1,5 +1,6 @@
 // net_vqs against DPDK's virtio_user driver in the same process: every byte compared in both
 // directions, offloads, multiqueue, and guests that come and go while the host forwards.
+#include <rte_bus_vdev.h>
 #include <rte_epoll.h>
 #include <rte_ethdev.h>
 #include <rte_ip.h>
@@ -292,4 +293,38 @@ TEST_CASE("a stray connection to the socket does not disturb the guest being ser
   CHECK(wait_link(host.port(), true, 100));
   one_way(guest.port(), host.port(), 0, 200, 2);
   one_way(host.port(), guest.port(), 0, 300, 3);
+}
+
+TEST_CASE("notify policy devargs: a polling guest that runs dry is notified once per crossing") {
+  HostPort host(1, "notify_coalesce_packets=16,notify_coalesce_usecs=100");
+  GuestPort guest(host);  // virtio_user polls: its RX ring says VRING_AVAIL_F_NO_INTERRUPT
+  for (uint64_t round = 1; round <= 3; ++round) {
+    INFO("round " << round);
+    // More than the guest's 256 buffers, with the guest not receiving: the ring runs dry.
+    std::vector<rte_mbuf*> pkts;
+    for (uint32_t i = 0; i < 300; ++i) pkts.push_back(make_packet(100, i));
+    const uint16_t sent = send_all(host.port(), 0, pkts);
+    CHECK(sent >= 32);
+    CHECK(sent < 300);
+    CHECK(xstat(host.port(), "tx_q0_guest_notifications_refill") == round);
+    const auto got = receive(guest.port(), 0, sent);  // the guest refills as it receives
+    CHECK(got.size() == sent);
+    free_all(got);
+  }
+  // The guest never asked for a notification: all were forced, none deferred.
+  CHECK(xstat(host.port(), "tx_q0_guest_notifications") == 3);
+  CHECK(xstat(host.port(), "tx_q0_guest_notifications_coalesced") == 0);
+  CHECK(xstat(host.port(), "rx_q0_guest_notifications_refill") == 0);
+  one_way(host.port(), guest.port(), 0, 1000, 7);
+}
+
+TEST_CASE("notify policy devargs out of range: the port is not created") {
+  for (const char* arg : {"notify_coalesce_packets=1025", "notify_coalesce_usecs=1000001",
+                          "refill_threshold=32769"}) {
+    INFO(arg);
+    const std::string args = "iface=/tmp/vqs-never-created.sock," + std::string(arg);
+    CHECK(rte_vdev_init("net_vqs_bad_notify", args.c_str()) != 0);
+    uint16_t port = 0;
+    CHECK(rte_eth_dev_get_port_by_name("net_vqs_bad_notify", &port) != 0);
+  }
 }

@@ -208,7 +208,7 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
     stats.count_packet(len);
   }
   ring.consume(pos);
-  vq.complete_rx_burst(used_before, static_cast<uint32_t>(stats.packets - packets_before), posted,
+  vq.complete_rx_burst(used_before, static_cast<uint32_t>(stats.packets - packets_before),
                        static_cast<uint16_t>(posted - pos),
                        vq.notify_timed() ? rte_get_tsc_cycles() : 0);
   result.packets = consumed;

@@ -32,10 +32,9 @@ class GuestNotifier {
   bool pending() const { return pending_; }
 
   // After a burst: `wanted` is the guest's suppression state for the entries it published,
-  // `delivered` the packets written, `was_above` whether the guest had at least the refill
-  // threshold posted when the burst began, `low` whether it has fewer now. `now_tsc` is read
-  // only when timed().
-  Action after_burst(bool wanted, uint32_t delivered, bool was_above, bool low, uint64_t now_tsc);
+  // `delivered` the packets written, `low` whether the guest's posted buffers are below the
+  // refill threshold now. `now_tsc` is read only when timed().
+  Action after_burst(bool wanted, uint32_t delivered, bool low, uint64_t now_tsc);
 
   // Between bursts, with pending(): whether the deferred notification is due now — its time has
   // come, or (packet limit only) no packet was delivered since the previous flush, so traffic

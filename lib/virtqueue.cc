@@ -37,8 +37,8 @@ void VirtQueue::complete_burst(uint16_t used_before) {
   if (ring_.guest_wants_interrupt()) interrupt_guest();
 }
 
-void VirtQueue::apply_notify_policy(uint16_t used_before, uint32_t delivered, uint16_t posted,
-                                    uint16_t remaining, uint64_t now_tsc) {
+void VirtQueue::apply_notify_policy(uint16_t used_before, uint32_t delivered, uint16_t remaining,
+                                    uint64_t now_tsc) {
   bool wanted = false;
   if (ring_.last_used_idx() != used_before) {
     ring_.publish_used();
@@ -48,7 +48,7 @@ void VirtQueue::apply_notify_policy(uint16_t used_before, uint32_t delivered, ui
   // before calling it low (one load, only then).
   const uint32_t threshold = notifier_.refill_threshold();
   const bool low = remaining < threshold && avail_count() < threshold;
-  switch (notifier_.after_burst(wanted, delivered, posted >= threshold, low, now_tsc)) {
+  switch (notifier_.after_burst(wanted, delivered, low, now_tsc)) {
     case GuestNotifier::Action::kNone:
       break;
     case GuestNotifier::Action::kDefer:

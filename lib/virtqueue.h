@@ -78,16 +78,15 @@ class VirtQueue {
   void complete_burst(uint16_t used_before);
 
   // Ends a guest RX burst: publishes, then applies the notify policy. `delivered`: packets
-  // written; `posted`: buffers the guest had posted when the burst began; `remaining`: posted
-  // buffers left after it (a snapshot: re-read when it looks low); `now_tsc`: read only when
-  // notify_timed().
-  void complete_rx_burst(uint16_t used_before, uint32_t delivered, uint16_t posted,
-                         uint16_t remaining, uint64_t now_tsc) {
+  // written; `remaining`: posted buffers left after the burst (a snapshot: re-read when it looks
+  // low); `now_tsc`: read only when notify_timed().
+  void complete_rx_burst(uint16_t used_before, uint32_t delivered, uint16_t remaining,
+                         uint64_t now_tsc) {
     if (!notifier_.coalescing() && notifier_.refill_threshold() == 0) {
       complete_burst(used_before);
       return;
     }
-    apply_notify_policy(used_before, delivered, posted, remaining, now_tsc);
+    apply_notify_policy(used_before, delivered, remaining, now_tsc);
   }
 
   // Sends a deferred (coalesced) notification whose time has come. The owner of the queue calls
@@ -104,8 +103,8 @@ class VirtQueue {
   uint32_t refill_threshold() const { return notifier_.refill_threshold(); }
 
  private:
-  void apply_notify_policy(uint16_t used_before, uint32_t delivered, uint16_t posted,
-                           uint16_t remaining, uint64_t now_tsc);
+  void apply_notify_policy(uint16_t used_before, uint32_t delivered, uint16_t remaining,
+                           uint64_t now_tsc);
   void interrupt_guest();
 
   SplitRing ring_;

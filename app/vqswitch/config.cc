@@ -2,6 +2,7 @@
 // problem is reported with the position and key path of the value (or key) to blame.
 #include "config.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -95,7 +96,9 @@ std::string describe(const YAML::Node& node) {
     case YAML::NodeType::Map:
       return "a mapping";
     case YAML::NodeType::Scalar:
-      return is_plain(node) ? quoted(node.Scalar()) : "the quoted string " + quoted(node.Scalar());
+      // Tag "!": written in quotes, so a string even if it looks like a number or a boolean.
+      return node.Tag() == "!" ? "the quoted string " + quoted(node.Scalar())
+                               : quoted(node.Scalar());
   }
   return "?";
 }
@@ -124,7 +127,6 @@ class MapView {
   const Value& require(std::string_view key) const;
   // Present: an error at the key, `why` saying where it belongs ("only for vhost ports").
   void forbid(std::string_view key, const std::string& why) const;
-  const Value& map() const { return map_; }
 
  private:
   struct Entry {
@@ -143,7 +145,8 @@ class Loader {
  public:
   explicit Loader(Config* config) : config_(*config) {}
 
-  void load(const YAML::Node& root);
+  // `empty`: the text has no document at all (only blanks and comments).
+  void load(const YAML::Node& root, bool empty);
 
   [[noreturn]] void fail(SourcePos pos, const std::string& key, const std::string& message) const {
     throw LoadError{pos, key, message};
@@ -344,9 +347,9 @@ const char* eal_option_owner(const std::string& arg) {
   return nullptr;
 }
 
-void Loader::load(const YAML::Node& root) {
+void Loader::load(const YAML::Node& root, bool empty) {
   Value top = visit(root, "", {1, 1});
-  if (root.IsNull()) fail(top, "empty configuration (expected a mapping with version: 1)");
+  if (empty) fail(top, "empty configuration (expected a mapping with version: 1)");
   if (!root.IsMap()) fail(top, "expected a mapping at the top level, got " + describe(root));
   MapView m(
       *this, top,
@@ -672,6 +675,27 @@ void Loader::read_pairs(const Value& v) {
            "not forwarded: " + config_.ports[p].name + " is in no forwarding.pairs entry");
 }
 
+// Counts the documents in a stream, without building them.
+struct DocumentCounter final : YAML::EventHandler {
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents == 2) second_start = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  int documents = 0;
+  YAML::Mark second_start;
+};
+
 }  // namespace
 
 std::optional<Config> parse_config(const std::string& text, const std::string& file,
@@ -679,12 +703,20 @@ std::optional<Config> parse_config(const std::string& text, const std::string& f
   Config config;
   config.file = file;
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    if (docs.size() > 1)
-      throw LoadError{pos_of(docs[1].Mark()), "",
-                      "a second YAML document; the configuration is one"};
+    // Not YAML::LoadAll: in yaml-cpp 0.7 it loops allocating forever on a stray ","
+    // (jbeder/yaml-cpp#1040, fixed by #1319 after 0.8). Load parses one document; DocumentCounter
+    // looks for a second one, parsing at most two.
+    YAML::Node root = YAML::Load(text);
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentCounter counter;
+    for (int i = 0; i < 2 && parser.HandleNextDocument(counter); ++i) {
+    }
     Loader loader(&config);
-    loader.load(docs.empty() ? YAML::Node() : docs[0]);
+    loader.load(root, counter.documents == 0);
+    if (counter.documents > 1)
+      throw LoadError{pos_of(counter.second_start), "",
+                      "a second YAML document; the configuration is one"};
   } catch (const LoadError& e) {
     *error = format_error(file, e.pos, e.key, e.message);
     return std::nullopt;

@@ -127,7 +127,9 @@ const BrokenCase kBroken[] = {
     {"", "t.yaml:1:1: empty configuration (expected a mapping with version: 1)"},
     {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
      "forwarding: {mode: bridge}\n---\nversion: 1\n",
-     "t.yaml:6:1: a second YAML document; the configuration is one"},
+     "t.yaml:5:1: a second YAML document; the configuration is one"},
+    {",\n", "t.yaml:1:1: expected a mapping at the top level, got nothing"},
+    {"# only a comment\n", "t.yaml:1:1: empty configuration (expected a mapping with version: 1)"},
     // YAML syntax.
     {"version: 1\nports: [vm0\nforwarding: {mode: bridge}\n",
      "t.yaml:3:11: invalid YAML: end of sequence flow not found"},

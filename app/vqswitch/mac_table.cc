@@ -35,6 +35,7 @@ std::unique_ptr<MacTable> MacTable::create(uint32_t size, uint16_t readers, std:
   t->reader_count_ = readers;
   t->readers_ = std::make_unique<Reader[]>(readers);
   t->refresh_tsc_ = static_cast<int64_t>(rte_get_tsc_hz());
+  t->full_backoff_tsc_ = rte_get_tsc_hz() / 1000;
 
   const size_t qsbr_size = rte_rcu_qsbr_get_memsize(readers);
   t->qsbr_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("l2br_qsbr", qsbr_size, RTE_CACHE_LINE_SIZE));

@@ -63,9 +63,15 @@ class MacTable {
   // Writes the shared entry only when it is new, moved, or its time is stale by a second.
   Learn learn(uint16_t slot, int32_t position, uint64_t key, uint16_t port, uint64_t now_tsc) {
     if (position < 0) {
-      if (unlikely(!readers_[slot].can_add)) return Learn::kFull;
+      Reader& r = readers_[slot];
+      if (unlikely(!r.can_add || now_tsc < r.no_add_until_tsc)) return Learn::kFull;
       position = rte_hash_add_key(table_, &key);
-      if (position < 0) return Learn::kFull;
+      if (position < 0) {
+        // Full: a flood of unknown sources would otherwise take the table's writer lock per
+        // packet on every lcore. Try again a little later.
+        r.no_add_until_tsc = now_tsc + full_backoff_tsc_;
+        return Learn::kFull;
+      }
     }
     Entry& e = entries_[position];
     if (e.key.load(std::memory_order_acquire) != key) {
@@ -104,7 +110,8 @@ class MacTable {
 
   struct alignas(RTE_CACHE_LINE_SIZE) Reader {
     bool online = false;
-    bool can_add = true;  // has an lcore id (rte_hash's add needs one)
+    bool can_add = true;            // has an lcore id (rte_hash's add needs one)
+    uint64_t no_add_until_tsc = 0;  // the table was full
   };
 
   void go_online(uint16_t slot);
@@ -114,7 +121,8 @@ class MacTable {
   std::unique_ptr<Entry[]> entries_;  // by position, rte_hash_max_key_id() + 1
   std::unique_ptr<Reader[]> readers_;
   uint16_t reader_count_ = 0;
-  int64_t refresh_tsc_ = 0;
+  int64_t refresh_tsc_ = 0;             // a second: how stale a last-seen time may get
+  uint64_t full_backoff_tsc_ = 0;       // a millisecond
   std::atomic<uint64_t> deleted_{0};    // by age()
   std::atomic<uint64_t> reclaimed_{0};  // deleted and past their grace period
 };

@@ -88,7 +88,7 @@ class VlanMap {
           if (p.native_vlan == 0) return VlanVerdict::kFiltered;
           in->vlan = p.native_vlan;
         } else {
-          if (!trunk_allowed_[p.trunk_index].test(vid)) return VlanVerdict::kFiltered;
+          if (!trunk_allowed_[p.trunk_index][vid]) return VlanVerdict::kFiltered;
           in->vlan = vid;
         }
         return VlanVerdict::kOk;
@@ -133,7 +133,7 @@ class VlanMap {
   };
 
   std::vector<Port> ports_;
-  std::vector<std::bitset<kVlanMax + 1>> trunk_allowed_;  // per trunk: tagged VIDs accepted
+  std::vector<std::bitset<kVidMask + 1>> trunk_allowed_;  // per trunk: tagged VIDs accepted
   // members of VLAN v: members_[member_begin_[v] .. member_begin_[v + 1]), v in 0..4095.
   std::vector<uint32_t> member_begin_;
   std::vector<uint16_t> members_;

@@ -6,7 +6,7 @@
 #  3. reserves hugepages and mounts hugetlbfs, removing files left by killed DPDK processes.
 set -euo pipefail
 
-readonly kPackages=(dpdk dpdk-dev libdpdk-dev libnuma-dev libyaml-cpp-dev catch2 meson ninja-build
+readonly kPackages=(dpdk dpdk-dev libdpdk-dev libnuma-dev libyaml-cpp-dev catch2 meson ninja-build iputils-ping
                     pkg-config g++ clang-format dpkg-dev iproute2)
 readonly kSdkHeaders=(lib/ethdev/ethdev_driver.h lib/ethdev/ethdev_vdev.h
                       drivers/bus/vdev/bus_vdev_driver.h lib/eal/include/dev_driver.h

@@ -13,7 +13,6 @@ GuestPort::GuestPort(const PortConfig& config, uint16_t index, rte_mempool* pool
     : Port(config.name, index),
       config_(config),
       pool_(pool),
-      vring_enabled_(std::make_unique<std::atomic<bool>[]>(2 * config.queues)),
       kick_epfd_(std::make_unique<int[]>(config.queues)) {
   init_queues(config.queues, config.queues);
   for (uint16_t q = 0; q < config.queues; ++q) kick_epfd_[q] = -1;
@@ -88,10 +87,6 @@ void GuestPort::tx_housekeeping(uint16_t /*queue*/, uint64_t /*now_tsc*/) {}
 void GuestPort::on_link_change(bool up) {
   RTE_LOG(INFO, USER1, "vqswitch: port %s: guest %s\n", name().c_str(),
           up ? "connected" : "disconnected");
-}
-
-void GuestPort::on_vring_state(uint16_t vring, bool enabled) {
-  if (vring < 2 * config_.queues) vring_enabled_[vring].store(enabled, std::memory_order_relaxed);
 }
 
 }  // namespace vqs::app

@@ -35,7 +35,7 @@ class GuestPort final : public Port, private VhostDevice::Listener {
                        uint32_t max_bytes) override;
   uint16_t tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count) override;
   bool tx_ready(uint16_t queue) const override {
-    return device_->link_up() && vring_enabled_[2 * queue].load(std::memory_order_relaxed);
+    return device_->vring_ready(static_cast<uint16_t>(2 * queue));
   }
   int rx_wake_fd(uint16_t queue) override { return kick_epfd_[queue]; }
   bool arm_rx_wake(uint16_t queue, bool armed) override {
@@ -46,13 +46,12 @@ class GuestPort final : public Port, private VhostDevice::Listener {
  private:
   GuestPort(const PortConfig& config, uint16_t index, rte_mempool* pool);
   void on_link_change(bool up) override;
-  void on_vring_state(uint16_t vring, bool enabled) override;
+  void on_vring_state(uint16_t, bool) override {}
 
   const PortConfig config_;
   rte_mempool* const pool_;
   std::unique_ptr<VhostDevice> device_;
-  std::unique_ptr<std::atomic<bool>[]> vring_enabled_;  // as the guest last said
-  std::unique_ptr<int[]> kick_epfd_;                    // per rx queue, for sleeping lcores
+  std::unique_ptr<int[]> kick_epfd_;  // per rx queue, for sleeping lcores
 };
 
 }  // namespace vqs::app

@@ -112,20 +112,21 @@ void LcoreLoop::run(const std::atomic<bool>& stop) {
   }
   tx_.flush();
   tx_.housekeeping(UINT64_MAX);
-  if (forwarding_->bridge != nullptr) forwarding_->bridge->quiescent(slot_);
+  if (forwarding_->bridge != nullptr) forwarding_->bridge->offline(slot_);
 }
 
 void LcoreLoop::sleep_until_woken() {
   // Nothing deferred may wait for the next packet: send coalesced notifications now.
   tx_.housekeeping(UINT64_MAX);
-  if (forwarding_->bridge != nullptr) forwarding_->bridge->quiescent(slot_);
+  // A sleeping lcore must not hold up the bridge's aging (RCU): it goes offline until it forwards.
+  if (forwarding_->bridge != nullptr) forwarding_->bridge->offline(slot_);
   // Arming a guest queue kicks ourselves if the guest posted before it saw the change, so no
   // packet that arrives from here on is slept through.
   for (RxSlot& s : poller_.slots()) s.port->arm_rx_wake(s.queue, true);
   ++counters_.sleeps;
   epoll_event events[16];
-  const int n = epoll_wait(epoll_fd_, events, 16,
-                           every_queue_can_wake_ ? kLongSleepMs : kShortSleepMs);
+  const int n =
+      epoll_wait(epoll_fd_, events, 16, every_queue_can_wake_ ? kLongSleepMs : kShortSleepMs);
   for (int i = 0; i < n; ++i) {
     // Drain the eventfds that fired (ours, NIC rx interrupts) so they do not fire again at once.
     // A guest's nested epoll fd cannot be read (EINVAL): its kickfd is drained when armed.

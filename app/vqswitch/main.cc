@@ -38,8 +38,8 @@ void on_signal(int) {
 struct Options {
   std::string config;
   bool check = false;
-  bool stats = false;       // live stats even when stdout is not a terminal
-  double duration_s = 0;    // 0: until a signal
+  bool stats = false;     // live stats even when stdout is not a terminal
+  double duration_s = 0;  // 0: until a signal
 };
 
 void usage(std::FILE* out) {
@@ -89,9 +89,14 @@ bool parse_options(int argc, char** argv, Options* o) {
 }
 
 std::vector<std::string> eal_args(const Config& config, const Plan& plan, const char* argv0) {
-  std::vector<std::string> args = {argv0, "-l", config.eal.cores, "--main-lcore",
-                                   std::to_string(plan.main_lcore), "--file-prefix",
-                                   config.eal.file_prefix, "-m",
+  std::vector<std::string> args = {argv0,
+                                   "-l",
+                                   config.eal.cores,
+                                   "--main-lcore",
+                                   std::to_string(plan.main_lcore),
+                                   "--file-prefix",
+                                   config.eal.file_prefix,
+                                   "-m",
                                    std::to_string(config.eal.memory_mb)};
   if (!config.eal.huge) args.push_back("--no-huge");
   for (const std::string& a : config.eal.args) args.push_back(a);
@@ -165,7 +170,7 @@ int main(int argc, char** argv) {
       status = 1;
     } else {
       running_switch = sw.get();
-      struct sigaction sa{};
+      struct sigaction sa {};
       sa.sa_handler = on_signal;
       sigaction(SIGINT, &sa, nullptr);
       sigaction(SIGTERM, &sa, nullptr);

@@ -4,13 +4,20 @@ namespace vqs::app {
 
 const char* switch_drop_name(SwitchDrop reason) {
   switch (reason) {
-    case SwitchDrop::kTxGuestFull: return "tx_guest_full";
-    case SwitchDrop::kTxQueueFull: return "tx_queue_full";
-    case SwitchDrop::kLinkDown: return "link_down";
-    case SwitchDrop::kNoRoute: return "no_route";
-    case SwitchDrop::kVlanFiltered: return "vlan_filtered";
-    case SwitchDrop::kMbufExhausted: return "mbuf_exhausted";
-    case SwitchDrop::kCount: break;
+    case SwitchDrop::kTxGuestFull:
+      return "tx_guest_full";
+    case SwitchDrop::kTxQueueFull:
+      return "tx_queue_full";
+    case SwitchDrop::kLinkDown:
+      return "link_down";
+    case SwitchDrop::kNoRoute:
+      return "no_route";
+    case SwitchDrop::kVlanFiltered:
+      return "vlan_filtered";
+    case SwitchDrop::kMbufExhausted:
+      return "mbuf_exhausted";
+    case SwitchDrop::kCount:
+      break;
   }
   return "unknown";
 }

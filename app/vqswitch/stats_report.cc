@@ -47,14 +47,13 @@ void StatsReport::print_rates(std::FILE* out) {
     const Port& port = *switch_.ports()[i];
     const PortTotals now = switch_.totals(i);
     const PortTotals& before = last_[i];
-    std::fprintf(out,
-                 "%-12s %-4s rx %9.3f Mpps %8.1f Mbit/s  tx %9.3f Mpps %8.1f Mbit/s  drops/s:%s\n",
-                 port.name().c_str(), port.link_up() ? "up" : "down",
-                 (now.rx_packets - before.rx_packets) / seconds / 1e6,
-                 (now.rx_bytes - before.rx_bytes) * 8 / seconds / 1e6,
-                 (now.tx_packets - before.tx_packets) / seconds / 1e6,
-                 (now.tx_bytes - before.tx_bytes) * 8 / seconds / 1e6,
-                 drop_list(now, &before).c_str());
+    std::fprintf(
+        out, "%-12s %-4s rx %9.3f Mpps %8.1f Mbit/s  tx %9.3f Mpps %8.1f Mbit/s  drops/s:%s\n",
+        port.name().c_str(), port.link_up() ? "up" : "down",
+        (now.rx_packets - before.rx_packets) / seconds / 1e6,
+        (now.rx_bytes - before.rx_bytes) * 8 / seconds / 1e6,
+        (now.tx_packets - before.tx_packets) / seconds / 1e6,
+        (now.tx_bytes - before.tx_bytes) * 8 / seconds / 1e6, drop_list(now, &before).c_str());
     last_[i] = now;
   }
   std::fflush(out);
@@ -82,8 +81,8 @@ void StatsReport::print_totals(std::FILE* out) const {
     std::fprintf(out,
                  "  lcore %-3u packets %lu  busy %.1f%%  visits ended by weight %lu, empty %lu  "
                  "sleeps %lu\n",
-                 loop->lcore(), c.packets, cycles ? 100.0 * c.busy_cycles / cycles : 0.0,
-                 by_weight, empty, c.sleeps);
+                 loop->lcore(), c.packets, cycles ? 100.0 * c.busy_cycles / cycles : 0.0, by_weight,
+                 empty, c.sleeps);
   }
   if (const L2Bridge* bridge = switch_.bridge()) {
     const BridgeCounters b = bridge->counters();

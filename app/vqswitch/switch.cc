@@ -49,8 +49,7 @@ uint64_t PortTotals::total_drops() const {
   return sum;
 }
 
-std::unique_ptr<Switch> Switch::create(const Config& config, const Plan& plan,
-                                       std::string* error) {
+std::unique_ptr<Switch> Switch::create(const Config& config, const Plan& plan, std::string* error) {
   std::unique_ptr<Switch> sw(new Switch(config, plan));
   if (!sw->build(error)) return nullptr;
   return sw;

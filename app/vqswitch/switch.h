@@ -32,8 +32,7 @@ struct PortTotals {
 class Switch {
  public:
   // nullptr with `error` when a port or the pool cannot be created; nothing is left running.
-  static std::unique_ptr<Switch> create(const Config& config, const Plan& plan,
-                                        std::string* error);
+  static std::unique_ptr<Switch> create(const Config& config, const Plan& plan, std::string* error);
   ~Switch();
 
   // Runs every lcore loop until `stop` is set, and `control` (statistics, aging) beside them: on

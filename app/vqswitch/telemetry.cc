@@ -12,7 +12,9 @@ namespace {
 std::mutex attached_mutex;
 const Switch* attached = nullptr;
 
-void add_u64(rte_tel_data* d, const char* name, uint64_t v) { rte_tel_data_add_dict_u64(d, name, v); }
+void add_u64(rte_tel_data* d, const char* name, uint64_t v) {
+  rte_tel_data_add_dict_u64(d, name, v);
+}
 
 bool has_param(const char* params) { return params != nullptr && *params != '\0'; }
 
@@ -88,16 +90,24 @@ int lcores_command(const char*, const char*, rte_tel_data* d) {
   return 0;
 }
 
+// Keyed "rxq0", "rxq1" ... in polling order, each naming its port and queue: port names may hold
+// characters telemetry refuses in keys, and 22.11 has no arrays of dictionaries.
 int queues_command(const char*, const char* params, rte_tel_data* d) {
   std::lock_guard lock(attached_mutex);
   rte_tel_data_start_dict(d);
   if (attached == nullptr) return 0;
+  unsigned index = 0;
   for (const auto& loop : attached->lcores()) {
     for (const RxSlot& s : loop->poller().slots()) {
-      if (has_param(params) && s.port->name() != params) continue;
+      if (has_param(params) && s.port->name() != params) {
+        ++index;
+        continue;
+      }
       const PortQueueCounters& c = s.port->rx_counters(s.queue);
       rte_tel_data* q = rte_tel_data_alloc();
       rte_tel_data_start_dict(q);
+      rte_tel_data_add_dict_string(q, "port", s.port->name().c_str());
+      add_u64(q, "queue", s.queue);
       add_u64(q, "lcore", loop->lcore());
       add_u64(q, "weight_packets", s.weight.packets);
       add_u64(q, "weight_bytes", s.weight.bytes);
@@ -105,8 +115,8 @@ int queues_command(const char*, const char* params, rte_tel_data* d) {
       add_u64(q, "rx_bytes", c.rx_bytes);
       add_u64(q, "visits_ended_by_weight", s.visits_ended_by_weight);
       add_u64(q, "visits_ended_empty", s.visits_ended_empty);
-      const std::string name = s.port->name() + ":" + std::to_string(s.queue);
-      rte_tel_data_add_dict_container(d, name.c_str(), q, 0);
+      const std::string key = "rxq" + std::to_string(index++);
+      rte_tel_data_add_dict_container(d, key.c_str(), q, 0);
     }
   }
   return 0;

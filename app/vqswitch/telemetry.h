@@ -1,8 +1,9 @@
 // rte_telemetry commands, for dpdk-telemetry.py (`--file-prefix` of the switch's EAL):
-//   /vqswitch/ports   counters per port (rx/tx, drops by reason)
-//   /vqswitch/lcores  per forwarding lcore: packets, busy share, visits, sleeps
-//   /vqswitch/queues  per polled rx queue: lcore, weights, visits ended by weight / empty;
-//                     with a port name as parameter, that port's queues only
+//   /vqswitch/ports         the port names
+//   /vqswitch/ports,NAME    that port's counters (rx/tx, drops by reason)
+//   /vqswitch/lcores        per forwarding lcore: packets, cycles, visits, sleeps
+//   /vqswitch/queues[,NAME] per polled rx queue (of port NAME): port, queue, lcore, weights,
+//                           visits ended by weight / empty
 #pragma once
 
 #include "switch.h"

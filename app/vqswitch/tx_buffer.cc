@@ -43,8 +43,9 @@ void TxBufferSet::send(Buffer& b) {
     }
     counters.tx_retries += retries;
     if (sent < b.count) {
-      counters.count_drop(out.port->is_guest() ? SwitchDrop::kTxGuestFull : SwitchDrop::kTxQueueFull,
-                          b.count - sent);
+      counters.count_drop(
+          out.port->is_guest() ? SwitchDrop::kTxGuestFull : SwitchDrop::kTxQueueFull,
+          b.count - sent);
     }
   } else {
     counters.count_drop(SwitchDrop::kLinkDown, b.count);

@@ -15,8 +15,8 @@ class TxBufferSet {
  public:
   struct Output {
     Port* port = nullptr;
-    uint16_t queue = 0;     // this lcore's tx queue on the port
-    bool shared = false;    // other lcores use the queue too: flush under its lock
+    uint16_t queue = 0;   // this lcore's tx queue on the port
+    bool shared = false;  // other lcores use the queue too: flush under its lock
     uint32_t retries_max = 8;
   };
 

@@ -56,8 +56,8 @@ class WeightedPoller {
         break;
       }
       const auto want = static_cast<uint16_t>(std::min<uint32_t>(burst_, packet_budget));
-      const BurstResult r = slot.port->rx_burst(slot.queue, pkts, want,
-                                                static_cast<uint32_t>(byte_budget));
+      const BurstResult r =
+          slot.port->rx_burst(slot.queue, pkts, want, static_cast<uint32_t>(byte_budget));
       if (r.packets == 0) {
         slot.byte_debt = 0;
         ++slot.visits_ended_empty;

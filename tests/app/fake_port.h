@@ -19,8 +19,10 @@ class FakePort final : public Port {
     init_queues(rx_queues, tx_queues);
   }
   ~FakePort() override {
-    for (auto& q : rx_) for (rte_mbuf* m : q) rte_pktmbuf_free(m);
-    for (auto& q : tx_) for (rte_mbuf* m : q) rte_pktmbuf_free(m);
+    for (auto& q : rx_)
+      for (rte_mbuf* m : q) rte_pktmbuf_free(m);
+    for (auto& q : tx_)
+      for (rte_mbuf* m : q) rte_pktmbuf_free(m);
   }
 
   // Test side.

@@ -21,10 +21,9 @@ int main(int argc, char** argv) {
   setenv("VQS_TEST_RUN_DIR", dir.c_str(), 1);
   setenv("VQS_TEST_FILE_PREFIX", tag.c_str(), 1);
 
-  std::vector<std::string> args = {argv[0],       "-l",         "0,1",       "--main-lcore",
-                                   "0",           "--file-prefix", tag,      "-m",
-                                   "512",         "--no-pci",   "--single-file-segments",
-                                   "--log-level", "*:warning"};
+  std::vector<std::string> args = {
+      argv[0], "-l",  "0,1",      "--main-lcore",           "0",           "--file-prefix", tag,
+      "-m",    "512", "--no-pci", "--single-file-segments", "--log-level", "*:warning"};
   std::vector<char*> eal_argv;
   for (std::string& a : args) eal_argv.push_back(a.data());
   if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {

@@ -232,8 +232,8 @@ TEST_CASE("xconnect lcore loop forwards both ways and counts unrouted input") {
     outs[0].port = &a;
     outs[1].port = &b;
     outs[2].port = &c;
-    LcoreLoop loop(0, 0, std::move(rx), TxBufferSet(std::move(outs), 32), &forwarding,
-                   std::nullopt, 32);
+    LcoreLoop loop(0, 0, std::move(rx), TxBufferSet(std::move(outs), 32), &forwarding, std::nullopt,
+                   32);
     CHECK(loop.poll_once(0) == 50);
     CHECK(b.sent(0).size() == 40);
     CHECK(a.sent(0).size() == 7);

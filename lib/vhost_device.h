@@ -76,6 +76,8 @@ class VhostDevice {
     return v.gate.enter() ? &v.queue : nullptr;
   }
   void leave(uint16_t vring) { vrings_[vring].gate.leave(); }
+  // Whether enter() would admit the datapath to `vring` now (a hint: it may change at any time).
+  bool vring_ready(uint16_t vring) const { return vrings_[vring].gate.is_open(); }
 
   // Guest kicks as a wake-up source (rx interrupts). The owner hands us an epoll fd per vring
   // that stays the same for the application; we keep the vring's current kickfd registered in it

@@ -27,6 +27,9 @@ std::unique_ptr<GuestPort> GuestPort::create(const PortConfig& config, uint16_t 
   options.client = config.client;
   options.reconnect = config.reconnect;
   options.tso = config.tso;
+  options.notify.coalesce_packets = config.notify_coalesce.packets;
+  options.notify.coalesce_usecs = config.notify_coalesce.usecs;
+  options.notify.refill_threshold = config.refill_threshold;
   port->device_ = VhostDevice::create(options, port.get(), error);
   if (port->device_ == nullptr) return nullptr;
   for (uint16_t q = 0; q < config.queues; ++q) {
@@ -82,7 +85,13 @@ uint16_t GuestPort::tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count) {
   return r.packets;
 }
 
-void GuestPort::tx_housekeeping(uint16_t /*queue*/, uint64_t /*now_tsc*/) {}
+void GuestPort::tx_housekeeping(uint16_t queue, uint64_t now_tsc) {
+  const auto vring = static_cast<uint16_t>(2 * queue);
+  VirtQueue* vq = device_->enter(vring);
+  if (vq == nullptr) return;
+  if (vq->notification_pending()) vq->flush_notifications(now_tsc);
+  device_->leave(vring);
+}
 
 void GuestPort::on_link_change(bool up) {
   RTE_LOG(INFO, USER1, "vqswitch: port %s: guest %s\n", name().c_str(),

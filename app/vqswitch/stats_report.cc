@@ -69,6 +69,11 @@ void StatsReport::print_totals(std::FILE* out) const {
                  "drops %lu:%s\n",
                  port.name().c_str(), t.rx_packets, t.rx_bytes, t.tx_packets, t.tx_bytes,
                  t.tx_retries, t.total_drops(), drop_list(t, nullptr).c_str());
+    if (port.is_guest()) {
+      std::fprintf(out, "  %-17s guest notifications %lu (coalesced %lu, forced by refill %lu)\n",
+                   "", t.guest_notifications, t.guest_notifications_coalesced,
+                   t.guest_notifications_refill);
+    }
   }
   for (const auto& loop : switch_.lcores()) {
     const LcoreCounters& c = loop->counters();

@@ -115,7 +115,10 @@ bool Switch::build(std::string* error) {
       const uint16_t txqs = port->tx_queue_count();
       out.queue = static_cast<uint16_t>(pl.slot % txqs);
       out.shared = lcore_count > txqs;
-      out.retries_max = config_.ports[port->index()].tx_retries_max;
+      const PortConfig& pc = config_.ports[port->index()];
+      out.retries_max = pc.tx_retries_max;
+      out.housekeeping = pc.type == PortType::kVhost &&
+                         (pc.notify_coalesce.packets != 0 || pc.notify_coalesce.usecs != 0);
       outputs.push_back(out);
     }
     lcores_.push_back(std::make_unique<LcoreLoop>(pl.lcore, pl.slot, std::move(rx),
@@ -189,6 +192,8 @@ PortTotals Switch::totals(uint16_t index) const {
       for (int r = 0; r < kDropReasonCount; ++r) t.datapath_drops[r] += s.drops[r];
       t.mbuf_alloc_failures += s.mbuf_alloc_failures;
       t.guest_notifications += s.guest_notifications;
+      t.guest_notifications_coalesced += s.guest_notifications_coalesced;
+      t.guest_notifications_refill += s.guest_notifications_refill;
     }
   } else {
     rte_eth_stats s{};

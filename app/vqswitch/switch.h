@@ -25,7 +25,9 @@ struct PortTotals {
   uint64_t datapath_drops[kDropReasonCount] = {};  // guests
   uint64_t mbuf_alloc_failures = 0;                // guests: TX left in the ring for lack of mbufs
   uint64_t rx_missed = 0, rx_nombuf = 0, rx_errors = 0, tx_errors = 0;  // NICs (rte_eth_stats)
-  uint64_t guest_notifications = 0;
+  uint64_t guest_notifications = 0;            // guests: interrupts sent, whatever the reason
+  uint64_t guest_notifications_coalesced = 0;  // deferred or merged by notify_coalesce
+  uint64_t guest_notifications_refill = 0;     // sent because posted buffers fell below threshold
   uint64_t total_drops() const;
 };
 

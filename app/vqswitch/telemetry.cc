@@ -51,6 +51,8 @@ int ports_command(const char*, const char* params, rte_tel_data* d) {
         add_u64(p, drop_reason_name(static_cast<DropReason>(r)), t.datapath_drops[r]);
       add_u64(p, "mbuf_alloc_failures", t.mbuf_alloc_failures);
       add_u64(p, "guest_notifications", t.guest_notifications);
+      add_u64(p, "guest_notifications_coalesced", t.guest_notifications_coalesced);
+      add_u64(p, "guest_notifications_refill", t.guest_notifications_refill);
     } else {
       add_u64(p, "rx_missed", t.rx_missed);
       add_u64(p, "rx_nombuf", t.rx_nombuf);

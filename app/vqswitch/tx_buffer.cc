@@ -61,7 +61,7 @@ void TxBufferSet::send(Buffer& b) {
 
 void TxBufferSet::housekeeping(uint64_t now_tsc) {
   for (Buffer& b : buffers_) {
-    if (b.out.port == nullptr) continue;
+    if (!b.out.housekeeping) continue;
     if (b.out.shared) rte_spinlock_lock(b.out.port->tx_lock(b.out.queue));
     b.out.port->tx_housekeeping(b.out.queue, now_tsc);
     if (b.out.shared) rte_spinlock_unlock(b.out.port->tx_lock(b.out.queue));

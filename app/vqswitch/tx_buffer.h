@@ -18,6 +18,7 @@ class TxBufferSet {
     uint16_t queue = 0;   // this lcore's tx queue on the port
     bool shared = false;  // other lcores use the queue too: flush under its lock
     uint32_t retries_max = 8;
+    bool housekeeping = false;  // the port defers work to Port::tx_housekeeping (coalescing)
   };
 
   // `outputs` is indexed by port index; `burst` at most kMaxBurst.

@@ -4,6 +4,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
+#include <cstdio>
 
 namespace vqs::app {
 namespace {
@@ -127,6 +128,7 @@ void LcoreLoop::sleep_until_woken() {
   epoll_event events[16];
   const int n =
       epoll_wait(epoll_fd_, events, 16, every_queue_can_wake_ ? kLongSleepMs : kShortSleepMs);
+  if (n > 0) ++counters_.wakeups;
   for (int i = 0; i < n; ++i) {
     // Drain the eventfds that fired (ours, NIC rx interrupts) so they do not fire again at once.
     // A guest's nested epoll fd cannot be read (EINVAL): its kickfd is drained when armed.

@@ -26,6 +26,7 @@ struct alignas(64) LcoreCounters {
   uint64_t busy_iterations = 0;  // found at least one packet
   uint64_t packets = 0;
   uint64_t sleeps = 0;
+  uint64_t wakeups = 0;      // sleeps ended by a kick, an rx interrupt or a stop (not the timeout)
   uint64_t busy_cycles = 0;  // TSC cycles in iterations that found work
   uint64_t idle_cycles = 0;
 };

@@ -85,9 +85,9 @@ void StatsReport::print_totals(std::FILE* out) const {
     const uint64_t cycles = c.busy_cycles + c.idle_cycles;
     std::fprintf(out,
                  "  lcore %-3u packets %lu  busy %.1f%%  visits ended by weight %lu, empty %lu  "
-                 "sleeps %lu\n",
+                 "sleeps %lu (woken %lu)\n",
                  loop->lcore(), c.packets, cycles ? 100.0 * c.busy_cycles / cycles : 0.0, by_weight,
-                 empty, c.sleeps);
+                 empty, c.sleeps, c.wakeups);
   }
   if (const L2Bridge* bridge = switch_.bridge()) {
     const BridgeCounters b = bridge->counters();

@@ -86,6 +86,7 @@ int lcores_command(const char*, const char*, rte_tel_data* d) {
     add_u64(l, "visits_ended_by_weight", by_weight);
     add_u64(l, "visits_ended_empty", empty);
     add_u64(l, "sleeps", c.sleeps);
+    add_u64(l, "wakeups", c.wakeups);
     const std::string name = "lcore" + std::to_string(loop->lcore());
     rte_tel_data_add_dict_container(d, name.c_str(), l, 0);
   }

@@ -43,5 +43,28 @@ grep -qE "^$work/bad.yaml:6:13: ports\[0\]\.queues: " <<<"$out" || fail "bad con
 "$vqswitch" --check "$work/missing.yaml" 2>"$work/err" && fail "missing file accepted"
 grep -q "missing.yaml" "$work/err" || fail "missing file: message does not name it"
 
+# A run stopped by SIGINT shuts down cleanly and prints its final counters (no hugepages needed
+# while no guest connects).
+cat >"$work/run.yaml" <<YAML
+version: 1
+eal: {cores: "0", memory_mb: 128, huge: false, file_prefix: vqs-cli-$$, args: ["--no-pci"]}
+ports:
+  - {name: vm0, type: vhost, socket: $work/vm0.sock}
+  - {name: vm1, type: vhost, socket: $work/vm1.sock}
+forwarding: {mode: xconnect, pairs: [[vm0, vm1]]}
+YAML
+"$vqswitch" --config "$work/run.yaml" --stats >"$work/run.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -S "$work/vm1.sock" ] && break; sleep 0.1; done
+[ -S "$work/vm1.sock" ] || fail "run: no socket at $work/vm1.sock"
+sleep 1.5
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" -eq 0 ] || fail "run stopped by SIGINT: exit $rc: $(tail -n 5 "$work/run.out")"
+grep -q '^final counters:' "$work/run.out" || fail "run: no final counters"
+grep -qE '^vm0 +down' "$work/run.out" || fail "run: no live statistics line"
+[ ! -e "$work/vm0.sock" ] || fail "run: socket left behind"
+
 echo "$count examples checked, $failures failures"
 [ "$failures" -eq 0 ]

@@ -222,6 +222,29 @@ TEST_CASE("one switch serves 256 guests; the first and the last exchange traffic
   CHECK(link_down == 3 * 254);
 }
 
+TEST_CASE("busy_poll_us: an idle lcore sleeps, and a guest's kick wakes it for each frame") {
+  RunningSwitch sw("version: 1\neal: {cores: \"0-1\"}\nports:\n" + vhost_port_yaml("bp0a") +
+                   vhost_port_yaml("bp0b") +
+                   "lcores: [{lcore: 1, rx: auto, busy_poll_us: 200}]\n"
+                   "forwarding: {mode: bridge}\n");
+  Guest a("bp0a"), b("bp0b");
+  REQUIRE(sw.wait_link(0));
+  REQUIRE(sw.wait_link(1));
+  const LcoreCounters& lcore = sw.get().lcores()[0]->counters();
+  for (int round = 0; round < 20; ++round) {
+    rte_delay_ms(5);  // long enough to fall asleep
+    const uint64_t sleeps = lcore.sleeps;
+    CHECK(sleeps > 0);
+    exchange(a, b, kMacB, kMacA, {60, 1514}, 40 + round);
+    exchange(b, a, kMacA, kMacB, {1000}, 80 + round);
+  }
+  CHECK(lcore.sleeps >= 20);
+  // Each round's first frame found the lcore asleep: a kick woke it, not the sleep's timeout.
+  CHECK(lcore.wakeups >= 20);
+  CHECK(sw.get().totals(0).total_drops() == 0);
+  CHECK(sw.get().totals(1).total_drops() == 0);
+}
+
 // --- The kernel through net_tap: ping answered by a guest. ---
 
 uint16_t ip_checksum(const void* data, size_t len) {

@@ -78,8 +78,8 @@ bool Switch::build(std::string* error) {
       port = EthdevPort::create(pc, i, lcore_count, config_.burst, sleeps, pool_, &port_error);
     }
     if (port == nullptr) {
-      *error = config_.file + ":" + std::to_string(pc.line) + ": ports[" + std::to_string(i) +
-               "] (" + pc.name + "): " + port_error;
+      // Named like a config error: the file, where the port is, and what failed.
+      *error = config_.error_at("ports[" + std::to_string(i) + "]", pc.name + ": " + port_error);
       return false;
     }
     ports_.push_back(std::move(port));

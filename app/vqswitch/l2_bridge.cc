@@ -123,10 +123,20 @@ void L2Bridge::forward_chunk(uint16_t slot, uint16_t in_port, rte_mbuf** pkts, u
   uint64_t learned = 0;
   uint64_t moved = 0;
   uint64_t full = 0;
+  uint64_t added_key = 0;  // the last source added in this chunk: its next packets need no add
+  int32_t added_position = -1;
   for (uint16_t i = 0; i < n; ++i) {
     const Packet& p = packets[i];
     if (p.src_index == kNoKeyIndex) continue;
-    switch (table_->learn(slot, positions[p.src_index], p.src_key, in_port, now_tsc)) {
+    int32_t position = positions[p.src_index];
+    if (position < 0 && added_position >= 0 && p.src_key == added_key) position = added_position;
+    const bool absent = position < 0;
+    const MacTable::Learn result = table_->learn(slot, position, p.src_key, in_port, now_tsc);
+    if (absent && position >= 0) {
+      added_key = p.src_key;
+      added_position = position;
+    }
+    switch (result) {
       case MacTable::Learn::kKnown:
         break;
       case MacTable::Learn::kLearned:

@@ -59,9 +59,9 @@ class MacTable {
   }
 
   enum class Learn : uint8_t { kKnown, kLearned, kMoved, kFull };
-  // `key` seen on `port` at `now_tsc`; `position` from lookup() (negative: absent, added now).
-  // Writes the shared entry only when it is new, moved, or its time is stale by a second.
-  Learn learn(uint16_t slot, int32_t position, uint64_t key, uint16_t port, uint64_t now_tsc) {
+  // `key` seen on `port` at `now_tsc`; `position` from lookup() (negative: absent, added now and
+  // set). Writes the shared entry only when it is new, moved, or its time is stale by a second.
+  Learn learn(uint16_t slot, int32_t& position, uint64_t key, uint16_t port, uint64_t now_tsc) {
     if (position < 0) {
       Reader& r = readers_[slot];
       if (unlikely(!r.can_add || now_tsc < r.no_add_until_tsc)) return Learn::kFull;
@@ -75,7 +75,7 @@ class MacTable {
     }
     Entry& e = entries_[position];
     if (e.key.load(std::memory_order_acquire) != key) {
-      // New here (or another learner of it has not finished: same values, same outcome).
+      // New here (or another lcore is filling it in right now: either's values will do).
       e.port.store(port, std::memory_order_relaxed);
       e.seen.store(now_tsc, std::memory_order_relaxed);
       e.key.store(key, std::memory_order_release);

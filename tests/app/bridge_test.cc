@@ -181,6 +181,14 @@ TEST_CASE("bridge: bursts longer than a lookup batch") {
   CHECK(fx.take_counts() == Counts{0, 100});
   CHECK(fx.bridge->counters().learned == 100);
   CHECK(fx.bridge->counters().flooded == 100);
+  // One new source many times in a burst: one entry.
+  burst.clear();
+  for (int i = 0; i < 40; ++i) burst.push_back(fx.mbuf(frame(host(1), host(200))));
+  fx.forward(1, burst);
+  CHECK(fx.take_counts() == Counts{40, 0});
+  CHECK(fx.bridge->counters().learned == 101);
+  CHECK(fx.bridge->counters().entries == 101);
+  CHECK(fx.bridge->counters().moved == 0);
 }
 
 // Ports of the VLAN tests.

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -63,16 +64,38 @@ auto with_device(int vid, Fn&& fn) {
   return fn(device);
 }
 
-// Pre- (kAfter false) and post-message hook: the message starts with its 32-bit request code.
+constexpr uint32_t kGetQueueNum = 17;  // VHOST_USER_GET_QUEUE_NUM
+
+// The start of a vhost-user message as the hooks receive it (vhost-user specification, "Message
+// format": request, flags, size, then the payload; a u64 payload right after the 12-byte header,
+// as librte_vhost 22.11's packed VhostUserMsg lays it out). Only what we read and write.
+struct [[gnu::packed]] VhostUserMsgHead {
+  uint32_t request;
+  uint32_t flags;
+  uint32_t size;  // of the payload
+  uint64_t u64;
+};
+static_assert(offsetof(VhostUserMsgHead, request) == 0 && offsetof(VhostUserMsgHead, flags) == 4 &&
+              offsetof(VhostUserMsgHead, size) == 8 && offsetof(VhostUserMsgHead, u64) == 12 &&
+              sizeof(VhostUserMsgHead) == 20);
+
+// Pre- (kAfter false) and post-message hook. When the device answers a message itself, the
+// pre-hook writes the u64 payload and returns REPLY: librte_vhost then sends the message back as
+// the reply (setting the reply flags, clearing NEED_REPLY) and skips its own handler, and with it
+// the check that the message carries no fds (none are expected with the ones we answer).
 template <bool kAfter>
 enum rte_vhost_msg_result message_hook(int vid, void* msg) {
-  uint32_t request;
-  std::memcpy(&request, msg, sizeof(request));
-  with_device(vid, [&](VhostDevice* d) {
-    if (d) d->on_message(vid, request, kAfter);
-    return 0;
+  VhostUserMsgHead head;
+  std::memcpy(&head, msg, sizeof(head));
+  return with_device(vid, [&](VhostDevice* d) {
+    uint64_t reply = 0;
+    if (d == nullptr || !d->on_message(vid, head.request, kAfter, &reply))
+      return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
+    head.u64 = reply;
+    head.size = sizeof(reply);
+    std::memcpy(msg, &head, sizeof(head));
+    return RTE_VHOST_MSG_RESULT_REPLY;
   });
-  return RTE_VHOST_MSG_RESULT_NOT_HANDLED;
 }
 
 const rte_vhost_user_extern_ops kMessageHooks = {message_hook<false>, message_hook<true>};
@@ -309,12 +332,11 @@ void VhostDevice::on_vring_state_changed(int vid, uint16_t vring, bool enabled) 
   if (listener_) listener_->on_vring_state(vring, enabled);
 }
 
-void VhostDevice::on_message(int vid, uint32_t request, bool after) {
+bool VhostDevice::on_message(int vid, uint32_t request, bool after, uint64_t* reply) {
   bool link_lost = false;
   {
     std::lock_guard lock(mutex_);
-    if (!after) {
-      if (vid != vid_) return;
+    if (!after && vid == vid_) {
       if (suspended_) {
         // The previous ring-changing message failed (librte_vhost skips the post-hook then) and
         // left its state half changed: serve nothing until the device is set up again.
@@ -328,7 +350,7 @@ void VhostDevice::on_message(int vid, uint32_t request, bool after) {
         suspended_ = true;
         apply_locked();
       }
-    } else if (suspended_ && vid == vid_) {
+    } else if (after && suspended_ && vid == vid_) {
       suspended_ = false;
       uint64_t features = 0;
       rte_vhost_get_negotiated_features(vid_, &features);
@@ -341,6 +363,12 @@ void VhostDevice::on_message(int vid, uint32_t request, bool after) {
     }
   }
   if (link_lost && listener_) listener_->on_link_change(false);
+  // librte_vhost would announce its own maximum, and a frontend with more queue pairs than we
+  // serve would be accepted with the extra ones never polled. Asked before any device exists
+  // (QEMU: right after protocol feature negotiation), so for every connection.
+  if (after || request != kGetQueueNum) return false;
+  *reply = queue_pairs();
+  return true;
 }
 
 bool VhostDevice::load_memory_locked() {

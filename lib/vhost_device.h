@@ -92,7 +92,8 @@ class VhostDevice {
   // Counters of a vring, kept across guest reconnects. Read from any thread (monitoring): the
   // values may be a burst old.
   const QueueStats& stats(uint16_t vring) const { return vrings_[vring].queue.stats(); }
-  // Vrings the guest enabled beyond the queue pairs we serve (a configuration mismatch).
+  // Vrings the guest enabled beyond the queue pairs we serve (a configuration mismatch that
+  // GET_QUEUE_NUM does not prevent with a frontend that does not ask it, e.g. virtio_user).
   uint64_t unserved_vring_enables() const { return unserved_vring_enables_.load(); }
 
   // librte_vhost callbacks (static trampolines find the device by socket path).
@@ -101,7 +102,9 @@ class VhostDevice {
   int on_new_device(int vid);
   void on_destroy_device(int vid);
   void on_vring_state_changed(int vid, uint16_t vring, bool enabled);
-  void on_message(int vid, uint32_t request, bool after);
+  // Before (`after` false) and after librte_vhost handles a message. True when we answer it
+  // ourselves instead (GET_QUEUE_NUM: the queue pairs we serve): *reply is the u64 to send back.
+  bool on_message(int vid, uint32_t request, bool after, uint64_t* reply);
 
  private:
   struct alignas(64) Vring {

@@ -30,11 +30,25 @@ constexpr Counter kCounters[] = {
 constexpr int kDropXstats = kDropReasonCount - 1;
 constexpr unsigned kPerQueue = std::size(kCounters) + kDropXstats + kSizeBucketCount;
 
-// Calls fn(direction, ethdev queue, counter name, value since the last reset) for every xstat,
-// in a fixed order.
-template <typename Fn>
-void for_each_xstat(rte_eth_dev* dev, Fn&& fn) {
+// Port-level xstats, listed before the per-queue ones. Not subject to resets: they count
+// configuration problems, which should stay visible until the port is closed.
+struct PortCounter {
+  const char* name;
+  uint64_t (*read)(const VhostDevice&);
+};
+
+constexpr PortCounter kPortCounters[] = {
+    // A frontend that never asks GET_QUEUE_NUM (or ignores the answer) enabled more queue pairs
+    // than `queues`: their traffic is never served.
+    {"unserved_vring_enables", [](const VhostDevice& d) { return d.unserved_vring_enables(); }},
+};
+
+// Calls fn(name, value) for every port-level xstat, then fn(direction, ethdev queue, counter
+// name, value since the last reset) for every per-queue one, in a fixed order.
+template <typename PortFn, typename Fn>
+void for_each_xstat(rte_eth_dev* dev, PortFn&& port_fn, Fn&& fn) {
   PmdPort* port = pmd_port(dev);
+  for (const PortCounter& c : kPortCounters) port_fn(c.name, c.read(*port->device()));
   auto queue = [&](const char* dir, uint16_t q, uint16_t vring) {
     const QueueStats& now = port->device()->stats(vring);
     const QueueStats& base = port->reset_base(vring);
@@ -54,7 +68,7 @@ void for_each_xstat(rte_eth_dev* dev, Fn&& fn) {
 }
 
 unsigned xstat_count(rte_eth_dev* dev) {
-  return (dev->data->nb_rx_queues + dev->data->nb_tx_queues) * kPerQueue;
+  return std::size(kPortCounters) + (dev->data->nb_rx_queues + dev->data->nb_tx_queues) * kPerQueue;
 }
 
 }  // namespace
@@ -110,9 +124,14 @@ int pmd_xstats_get_names(rte_eth_dev* dev, rte_eth_xstat_name* names, unsigned s
   const unsigned count = xstat_count(dev);
   if (names == nullptr || size < count) return static_cast<int>(count);
   unsigned i = 0;
-  for_each_xstat(dev, [&](const char* dir, uint16_t q, const char* name, uint64_t) {
-    std::snprintf(names[i++].name, RTE_ETH_XSTATS_NAME_SIZE, "%s_q%u_%s", dir, q, name);
-  });
+  for_each_xstat(
+      dev,
+      [&](const char* name, uint64_t) {
+        std::snprintf(names[i++].name, RTE_ETH_XSTATS_NAME_SIZE, "%s", name);
+      },
+      [&](const char* dir, uint16_t q, const char* name, uint64_t) {
+        std::snprintf(names[i++].name, RTE_ETH_XSTATS_NAME_SIZE, "%s_q%u_%s", dir, q, name);
+      });
   return static_cast<int>(count);
 }
 
@@ -120,11 +139,14 @@ int pmd_xstats_get(rte_eth_dev* dev, rte_eth_xstat* xstats, unsigned size) {
   const unsigned count = xstat_count(dev);
   if (xstats == nullptr || size < count) return static_cast<int>(count);
   unsigned i = 0;
-  for_each_xstat(dev, [&](const char*, uint16_t, const char*, uint64_t value) {
+  auto put = [&](uint64_t value) {
     xstats[i].id = i;
     xstats[i].value = value;
     ++i;
-  });
+  };
+  for_each_xstat(
+      dev, [&](const char*, uint64_t value) { put(value); },
+      [&](const char*, uint16_t, const char*, uint64_t value) { put(value); });
   return static_cast<int>(count);
 }
 

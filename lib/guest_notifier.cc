@@ -54,7 +54,8 @@ GuestNotifier::Action GuestNotifier::after_burst(bool wanted, uint32_t delivered
 }
 
 bool GuestNotifier::flush(uint64_t now_tsc) {
-  const bool due = coalesce_cycles_ != 0 ? now_tsc >= deadline_ : since_flush_ == 0;
+  const bool due =
+      now_tsc == kFlushNow || (coalesce_cycles_ != 0 ? now_tsc >= deadline_ : since_flush_ == 0);
   since_flush_ = 0;
   if (due) notified();
   return due;

@@ -39,6 +39,8 @@ class GuestNotifier {
   // Between bursts, with pending(): whether the deferred notification is due now — its time has
   // come, or (packet limit only) no packet was delivered since the previous flush, so traffic
   // stopped and the packets limit would never be reached.
+  // now_tsc == kFlushNow: send whatever is pending (an owner about to sleep or stop).
+  static constexpr uint64_t kFlushNow = UINT64_MAX;
   bool flush(uint64_t now_tsc);
 
   // The queue stops: drops any deferred notification (the caller sends it if pending()).

@@ -133,6 +133,56 @@ void apply_guest_tx_offload(const VirtioNetHdr& hdr, rte_mbuf* m) {
   }
 }
 
+bool complete_tx_checksum(rte_mbuf* m) {
+  const uint64_t ol = m->ol_flags;
+  if (ol & (RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_UDP_SEG)) return false;
+  const uint64_t l4_request = ol & RTE_MBUF_F_TX_L4_MASK;
+  const auto l3_off = static_cast<uint32_t>(m->l2_len);
+  const auto l4_off = static_cast<uint32_t>(m->l2_len + m->l3_len);
+  const uint32_t pkt_len = rte_pktmbuf_pkt_len(m);
+  uint32_t field = 0;
+  if (l4_request == RTE_MBUF_F_TX_TCP_CKSUM) {
+    field = l4_off + 16;
+  } else if (l4_request == RTE_MBUF_F_TX_UDP_CKSUM) {
+    field = l4_off + 6;
+  } else if (l4_request != 0) {
+    return false;  // SCTP: not requested by guests (apply_guest_tx_offload completes it)
+  }
+  if (field + 2 > pkt_len) return false;
+  if (field != 0) {
+    // From scratch, whatever the field holds: the pseudo-header sum first, then the whole sum.
+    uint16_t phdr;
+    if (ol & RTE_MBUF_F_TX_IPV4) {
+      rte_ipv4_hdr ip;
+      const void* h = rte_pktmbuf_read(m, l3_off, sizeof(ip), &ip);
+      if (h == nullptr) return false;
+      phdr = rte_ipv4_phdr_cksum(static_cast<const rte_ipv4_hdr*>(h), 0);
+    } else if (ol & RTE_MBUF_F_TX_IPV6) {
+      rte_ipv6_hdr ip;
+      const void* h = rte_pktmbuf_read(m, l3_off, sizeof(ip), &ip);
+      if (h == nullptr) return false;
+      phdr = rte_ipv6_phdr_cksum(static_cast<const rte_ipv6_hdr*>(h), 0);
+    } else {
+      return false;
+    }
+    mbuf_write(m, field, &phdr, sizeof(phdr));
+    uint16_t csum = static_cast<uint16_t>(~raw_sum(m, l4_off, pkt_len - l4_off));
+    if (csum == 0 && l4_request == RTE_MBUF_F_TX_UDP_CKSUM) csum = 0xffff;
+    mbuf_write(m, field, &csum, sizeof(csum));
+  }
+  if (ol & RTE_MBUF_F_TX_IP_CKSUM) {
+    rte_ipv4_hdr ip;
+    const void* h = rte_pktmbuf_read(m, l3_off, sizeof(ip), &ip);
+    if (h == nullptr) return false;
+    ip = *static_cast<const rte_ipv4_hdr*>(h);
+    ip.hdr_checksum = 0;
+    const uint16_t ip_csum = rte_ipv4_cksum(&ip);
+    mbuf_write(m, l3_off + offsetof(rte_ipv4_hdr, hdr_checksum), &ip_csum, sizeof(ip_csum));
+  }
+  m->ol_flags = ol & ~(RTE_MBUF_F_TX_L4_MASK | RTE_MBUF_F_TX_IP_CKSUM);
+  return true;
+}
+
 DropReason plan_guest_rx_offload(const rte_mbuf* m, const NetFeatures& features,
                                  GuestRxOffload* out) {
   std::memset(&out->hdr, 0, sizeof(out->hdr));

@@ -437,3 +437,69 @@ TEST_CASE("offload round trip: guest GSO packet forwarded to another guest keeps
   CHECK(got.hdr.hdr.hdr_len == 54);
   CHECK(got.data.size() == frame.size());
 }
+
+TEST_CASE("forwarding: a guest's pending checksum becomes a tx request another guest honours") {
+  for (int ip : {4, 6}) {
+    for (L4 l4 : {L4::kTcp, L4::kUdp}) {
+      // One device: its guest sends with NEEDS_CSUM, and receives without GUEST_CSUM.
+      Device dev(kNoGuestOffloads);
+      VirtioNetHdr hdr{};
+      hdr.flags = kNetHdrFNeedsCsum;
+      hdr.csum_start = static_cast<uint16_t>(14 + (ip == 4 ? 20 : 40));
+      hdr.csum_offset = l4 == L4::kTcp ? 16 : 6;
+      rte_mbuf* m = guest_sends(dev, build_frame(ip, l4, 200), hdr);
+      rx_offload_to_tx_request(m);
+      INFO("ip " << ip << " tcp " << (l4 == L4::kTcp));
+      CHECK((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == 0);
+      CHECK((m->ol_flags & RTE_MBUF_F_TX_L4_MASK) ==
+            (l4 == L4::kTcp ? RTE_MBUF_F_TX_TCP_CKSUM : RTE_MBUF_F_TX_UDP_CKSUM));
+      const SimPacket got = guest_receives(dev, m);
+      CHECK(l4_checksum_ok(got.data, ip));
+    }
+  }
+}
+
+TEST_CASE("forwarding: a guest's TSO train becomes a TCP_SEG request") {
+  Device from(kModernFeatures | bit(kNetFHostTso4));
+  VirtioNetHdr hdr{};
+  hdr.flags = kNetHdrFNeedsCsum;
+  hdr.csum_start = 14 + 20;
+  hdr.csum_offset = 16;
+  hdr.gso_type = kNetHdrGsoTcpv4;
+  hdr.gso_size = 1000;
+  hdr.hdr_len = 54;
+  rte_mbuf* m = guest_sends(from, build_frame(4, L4::kTcp, 4000), hdr);
+  rx_offload_to_tx_request(m);
+  CHECK(m->ol_flags & RTE_MBUF_F_TX_TCP_SEG);
+  CHECK(m->ol_flags & RTE_MBUF_F_TX_IP_CKSUM);
+  CHECK(m->tso_segsz == 1000);
+  CHECK_FALSE(complete_tx_checksum(m));  // segmentation is not done in software here
+}
+
+TEST_CASE(
+    "software fallback: tx checksum requests completed from scratch in chained and flat mbufs") {
+  for (int ip : {4, 6}) {
+    for (L4 l4 : {L4::kTcp, L4::kUdp}) {
+      for (uint32_t payload : {100u, 3000u}) {
+        auto frame = build_frame(ip, l4, payload);
+        frame[14 + (ip == 4 ? 20 : 40) + (l4 == L4::kTcp ? 16 : 6)] = 0x5a;  // garbage
+        if (ip == 4) frame[14 + 10] = 0x77;                                  // bad IP checksum
+        rte_mbuf* m = make_mbuf(frame);
+        m->l2_len = 14;
+        m->l3_len = ip == 4 ? 20 : 40;
+        m->ol_flags = (ip == 4 ? RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM : RTE_MBUF_F_TX_IPV6) |
+                      (l4 == L4::kTcp ? RTE_MBUF_F_TX_TCP_CKSUM : RTE_MBUF_F_TX_UDP_CKSUM);
+        INFO("ip " << ip << " tcp " << (l4 == L4::kTcp) << " payload " << payload);
+        REQUIRE(complete_tx_checksum(m));
+        CHECK(m->ol_flags == (ip == 4 ? RTE_MBUF_F_TX_IPV4 : RTE_MBUF_F_TX_IPV6));
+        std::vector<uint8_t> out(rte_pktmbuf_pkt_len(m));
+        rte_pktmbuf_read(m, 0, static_cast<uint32_t>(out.size()), out.data());
+        const void* p = rte_pktmbuf_read(m, 0, static_cast<uint32_t>(out.size()), out.data());
+        if (p != out.data()) std::memcpy(out.data(), p, out.size());
+        CHECK(l4_checksum_ok(out, ip));
+        if (ip == 4) CHECK(ipv4_header_ok(out));
+        rte_pktmbuf_free(m);
+      }
+    }
+  }
+}

@@ -4,6 +4,8 @@
 #include <rte_dev.h>
 #include <rte_errno.h>
 
+#include "net_offload.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -59,21 +61,51 @@ bool EthdevPort::start(uint16_t tx_queues, uint16_t burst, bool rx_interrupts, r
              std::to_string(config_.queues) + " configured";
     return false;
   }
+  if (info.max_tx_queues == 0) {
+    *error = "has no tx queues";
+    return false;
+  }
   tx_queues_ = std::min<uint16_t>(tx_queues, info.max_tx_queues);
-  init_queues(config_.queues, tx_queues_);
 
   rte_eth_conf conf{};
+  // What guests leave to the output (checksums, TSO) and chained mbufs (frames over one mbuf),
+  // where the device has them; tx_prepare() covers the rest in software or drops it, counted.
+  tx_offloads_ =
+      info.tx_offload_capa &
+      (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_TCP_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM |
+       RTE_ETH_TX_OFFLOAD_TCP_TSO | RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
+  conf.txmode.offloads = tx_offloads_;
+  if (config_.mtu != 0) {
+    conf.rxmode.mtu = config_.mtu;
+    // Frames larger than one mbuf arrive chained, where the device can do it.
+    const uint32_t frame = uint32_t{config_.mtu} + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + 8;
+    if (frame > RTE_MBUF_DEFAULT_DATAROOM)
+      conf.rxmode.offloads |= info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER;
+  }
+  if (config_.queues > 1) {
+    // Spread flows over the rx queues.
+    conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+    conf.rx_adv_conf.rss_conf.rss_hf =
+        info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP);
+  }
   conf.intr_conf.rxq = rx_interrupts ? 1 : 0;
   rc = rte_eth_dev_configure(port_id_, config_.queues, tx_queues_, &conf);
+  if (rc != 0 && tx_queues_ != config_.queues) {
+    // Some devices (net_tap) want as many tx queues as rx queues: the lcores then share them.
+    tx_queues_ = std::min<uint16_t>(config_.queues, info.max_tx_queues);
+    rc = rte_eth_dev_configure(port_id_, config_.queues, tx_queues_, &conf);
+  }
   if (rc != 0 && rx_interrupts) {
     // No rx interrupts on this device: its lcore polls it even when sleeping is allowed.
     conf.intr_conf.rxq = 0;
     rc = rte_eth_dev_configure(port_id_, config_.queues, tx_queues_, &conf);
   }
   if (rc != 0) {
-    *error = dpdk_error("rte_eth_dev_configure", rc);
+    *error = dpdk_error("rte_eth_dev_configure", rc) + " (" + std::to_string(config_.queues) +
+             " rx, " + std::to_string(tx_queues_) + " tx queues)";
     return false;
   }
+  init_queues(config_.queues, tx_queues_);
   rx_interrupts_ = conf.intr_conf.rxq != 0;
   if (config_.mtu != 0 && (rc = rte_eth_dev_set_mtu(port_id_, config_.mtu)) != 0) {
     *error = dpdk_error("rte_eth_dev_set_mtu", rc);
@@ -88,10 +120,15 @@ bool EthdevPort::start(uint16_t tx_queues, uint16_t burst, bool rx_interrupts, r
   rx_descriptors_ = rx_desc;
   const int socket = rte_eth_dev_socket_id(port_id_);
   rte_eth_rxconf rxconf = info.default_rxconf;
-  // Refill before the ring runs dry: the design's min(burst, ring) / 2 unless configured.
-  rxconf.rx_free_thresh = config_.rx_free_thresh != 0
-                              ? config_.rx_free_thresh
-                              : static_cast<uint16_t>(std::min<uint16_t>(burst, rx_desc) / 2);
+  // Refill before the ring runs dry: min(burst, ring) / 2 unless configured — but never below
+  // the driver's own default, which some drivers need for their fast rx paths (i40e and ixgbe
+  // fall back to scalar rx below 32).
+  rxconf.rx_free_thresh =
+      config_.rx_free_thresh != 0
+          ? config_.rx_free_thresh
+          : std::max<uint16_t>(info.default_rxconf.rx_free_thresh,
+                               static_cast<uint16_t>(std::min<uint16_t>(burst, rx_desc) / 2));
+  rxconf.offloads = conf.rxmode.offloads;
   for (uint16_t q = 0; q < config_.queues; ++q) {
     rc = rte_eth_rx_queue_setup(port_id_, q, rx_desc, socket, &rxconf, pool);
     if (rc != 0) {
@@ -99,8 +136,10 @@ bool EthdevPort::start(uint16_t tx_queues, uint16_t burst, bool rx_interrupts, r
       return false;
     }
   }
+  rte_eth_txconf txconf = info.default_txconf;
+  txconf.offloads = conf.txmode.offloads;
   for (uint16_t q = 0; q < tx_queues_; ++q) {
-    rc = rte_eth_tx_queue_setup(port_id_, q, tx_desc, socket, &info.default_txconf);
+    rc = rte_eth_tx_queue_setup(port_id_, q, tx_desc, socket, &txconf);
     if (rc != 0) {
       *error = dpdk_error("rte_eth_tx_queue_setup", rc);
       return false;
@@ -136,6 +175,51 @@ BurstResult EthdevPort::rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t max_p
     pkts[i]->port = index();
   }
   return r;
+}
+
+uint16_t EthdevPort::tx_prepare(uint16_t queue, rte_mbuf** pkts, uint16_t count) {
+  constexpr uint64_t kRequests = RTE_MBUF_F_TX_L4_MASK | RTE_MBUF_F_TX_IP_CKSUM |
+                                 RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_UDP_SEG;
+  uint16_t kept = 0;
+  bool requests = false;
+  for (uint16_t i = 0; i < count; ++i) {
+    rte_mbuf* m = pkts[i];
+    bool sendable = m->nb_segs == 1 || (tx_offloads_ & RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
+    const uint64_t request = m->ol_flags & kRequests;
+    if (sendable && request != 0) {
+      uint64_t needs = 0;
+      if (request & RTE_MBUF_F_TX_IP_CKSUM) needs |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
+      if ((request & RTE_MBUF_F_TX_L4_MASK) == RTE_MBUF_F_TX_TCP_CKSUM)
+        needs |= RTE_ETH_TX_OFFLOAD_TCP_CKSUM;
+      if ((request & RTE_MBUF_F_TX_L4_MASK) == RTE_MBUF_F_TX_UDP_CKSUM)
+        needs |= RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+      if (request & RTE_MBUF_F_TX_TCP_SEG) needs |= RTE_ETH_TX_OFFLOAD_TCP_TSO;
+      if (request & RTE_MBUF_F_TX_UDP_SEG) needs |= UINT64_MAX;  // never enabled here
+      if ((needs & tx_offloads_) == needs) {
+        requests = true;
+      } else {
+        // Done in software: only on a frame no one else reads (the bridge copies before it
+        // shares a frame that needs changing), and never segmentation.
+        sendable = RTE_MBUF_DIRECT(m) && rte_mbuf_refcnt_read(m) == 1 && complete_tx_checksum(m);
+      }
+    }
+    if (sendable) {
+      pkts[kept++] = m;
+    } else {
+      rte_pktmbuf_free(m);
+      tx_counters(queue).count_drop(SwitchDrop::kTxUnsupported);
+    }
+  }
+  if (requests) {
+    // Device-specific fix-ups of offload requests (pseudo-header sums and the like).
+    const uint16_t ready = rte_eth_tx_prepare(port_id_, queue, pkts, kept);
+    if (ready < kept) {
+      rte_pktmbuf_free_bulk(pkts + ready, kept - ready);
+      tx_counters(queue).count_drop(SwitchDrop::kTxUnsupported, kept - ready);
+      kept = ready;
+    }
+  }
+  return kept;
 }
 
 int EthdevPort::rx_wake_fd(uint16_t queue) {

@@ -36,6 +36,7 @@ class EthdevPort final : public Port {
   uint16_t tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count) override {
     return rte_eth_tx_burst(port_id_, queue, pkts, count);
   }
+  uint16_t tx_prepare(uint16_t queue, rte_mbuf** pkts, uint16_t count) override;
   bool tx_ready(uint16_t) const override { return true; }
   int rx_wake_fd(uint16_t queue) override;
   bool arm_rx_wake(uint16_t queue, bool armed) override;
@@ -51,6 +52,7 @@ class EthdevPort final : public Port {
   uint16_t tx_queues_ = 0;
   uint16_t rx_descriptors_ = 0;
   bool rx_interrupts_ = false;
+  uint64_t tx_offloads_ = 0;  // enabled on the device (checksums, TSO, multi-segment)
   bool started_ = false;
 };
 

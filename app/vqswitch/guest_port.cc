@@ -6,6 +6,7 @@
 
 #include "dequeue.h"
 #include "enqueue.h"
+#include "net_offload.h"
 
 namespace vqs::app {
 
@@ -70,7 +71,11 @@ BurstResult GuestPort::rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t max_pa
   if (vq == nullptr) return {};
   const BurstResult r = dequeue_burst(*vq, pool_, pkts, max_packets, max_bytes);
   device_->leave(vring);
-  for (uint16_t i = 0; i < r.packets; ++i) pkts[i]->port = index();
+  for (uint16_t i = 0; i < r.packets; ++i) {
+    pkts[i]->port = index();
+    // A checksum the guest left to us (or a TSO train) is now the output's to finish.
+    rx_offload_to_tx_request(pkts[i]);
+  }
   return r;
 }
 

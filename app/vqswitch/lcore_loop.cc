@@ -4,7 +4,9 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
+
 #include <cstdio>
+#include "guest_notifier.h"
 
 namespace vqs::app {
 namespace {
@@ -112,13 +114,13 @@ void LcoreLoop::run(const std::atomic<bool>& stop) {
     }
   }
   tx_.flush();
-  tx_.housekeeping(UINT64_MAX);
+  tx_.housekeeping(GuestNotifier::kFlushNow);
   if (forwarding_->bridge != nullptr) forwarding_->bridge->offline(slot_);
 }
 
 void LcoreLoop::sleep_until_woken() {
   // Nothing deferred may wait for the next packet: send coalesced notifications now.
-  tx_.housekeeping(UINT64_MAX);
+  tx_.housekeeping(GuestNotifier::kFlushNow);
   // A sleeping lcore must not hold up the bridge's aging (RCU): it goes offline until it forwards.
   if (forwarding_->bridge != nullptr) forwarding_->bridge->offline(slot_);
   // Arming a guest queue kicks ourselves if the guest posted before it saw the change, so no

@@ -128,7 +128,6 @@ void control(Switch& sw, const Options& options) {
       last_aging = now;
     }
   }
-  report.print_totals(stdout);
 }
 
 }  // namespace
@@ -179,6 +178,8 @@ int main(int argc, char** argv) {
                   sw->lcores().size(), options.duration_s > 0 ? "" : " until SIGINT/SIGTERM");
       std::fflush(stdout);
       sw->run(stop_requested, [&] { control(*sw, options); });
+      // After every loop has flushed and stopped: nothing is counted any more.
+      vqs::app::StatsReport(*sw).print_totals(stdout);
       vqs::app::telemetry_attach(nullptr);
       running_switch = nullptr;
     }

@@ -16,6 +16,8 @@ const char* switch_drop_name(SwitchDrop reason) {
       return "vlan_filtered";
     case SwitchDrop::kMbufExhausted:
       return "mbuf_exhausted";
+    case SwitchDrop::kTxUnsupported:
+      return "tx_unsupported";
     case SwitchDrop::kCount:
       break;
   }

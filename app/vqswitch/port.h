@@ -24,6 +24,7 @@ enum class SwitchDrop : uint8_t {
   kNoRoute,        // bridge: no output port (own port, other VLAN, or flood to nobody)
   kVlanFiltered,   // bridge: VLAN not allowed on the input port
   kMbufExhausted,  // flood copy or VLAN tag push could not get an mbuf
+  kTxUnsupported,  // the output cannot send it: segmentation or a chained mbuf it lacks
   kCount,
 };
 constexpr int kSwitchDropCount = static_cast<int>(SwitchDrop::kCount);
@@ -64,6 +65,12 @@ class Port {
   // Sends from the front of `pkts`; returns how many were consumed (sent, or dropped and counted
   // by the datapath, and freed). The rest are still the caller's: the queue is full.
   virtual uint16_t tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count) = 0;
+  // Before tx_burst, under the same lock: makes `pkts` sendable on this port (offload requests
+  // the device lacks done in software) and drops, frees and counts (tx_unsupported) what cannot
+  // be sent. Returns how many remain, compacted to the front.
+  virtual uint16_t tx_prepare(uint16_t /*queue*/, rte_mbuf** /*pkts*/, uint16_t count) {
+    return count;
+  }
   // For a guest: whether the tx queue may be used now (connected, queue enabled). A NIC: always.
   virtual bool tx_ready(uint16_t queue) const = 0;
 

@@ -43,7 +43,8 @@ int run_lcore(void* arg) {
 }  // namespace
 
 uint64_t PortTotals::total_drops() const {
-  uint64_t sum = rx_missed + rx_nombuf + rx_errors + tx_errors;
+  // rx_nombuf counts failed mbuf allocations, not packets (those lost show in rx_missed).
+  uint64_t sum = rx_missed + rx_errors + tx_errors;
   for (uint64_t d : switch_drops) sum += d;
   for (uint64_t d : datapath_drops) sum += d;
   return sum;
@@ -187,6 +188,14 @@ PortTotals Switch::totals(uint16_t index) const {
   for (uint16_t q = 0; q < port.tx_queue_count(); ++q) add(port.tx_counters(q));
   if (port.is_guest()) {
     const VhostDevice& device = static_cast<GuestPort&>(port).device();
+    // Delivered into the guest's buffers, as the datapath counts them: a packet the datapath
+    // consumed but dropped (too large, bad offload request) is a drop, not a tx.
+    t.tx_packets = 0;
+    t.tx_bytes = 0;
+    for (uint16_t q = 0; q < device.queue_pairs(); ++q) {
+      t.tx_packets += device.stats(static_cast<uint16_t>(2 * q)).packets;
+      t.tx_bytes += device.stats(static_cast<uint16_t>(2 * q)).bytes;
+    }
     for (uint16_t v = 0; v < device.vring_count(); ++v) {
       const QueueStats& s = device.stats(v);
       for (int r = 0; r < kDropReasonCount; ++r) t.datapath_drops[r] += s.drops[r];

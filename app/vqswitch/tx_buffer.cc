@@ -30,8 +30,9 @@ void TxBufferSet::send(Buffer& b) {
   PortQueueCounters& counters = out.port->tx_counters(out.queue);
   uint16_t sent = 0;
   uint64_t bytes = 0;
-  for (uint16_t i = 0; i < b.count; ++i) bytes += b.pkts[i]->pkt_len;
   if (out.shared) rte_spinlock_lock(out.port->tx_lock(out.queue));
+  b.count = out.port->tx_prepare(out.queue, b.pkts, b.count);
+  for (uint16_t i = 0; i < b.count; ++i) bytes += b.pkts[i]->pkt_len;
   if (out.port->tx_ready(out.queue)) {
     // As OVS-DPDK: retry only while the queue keeps taking packets, at most retries_max times.
     uint32_t retries = 0;
@@ -43,9 +44,11 @@ void TxBufferSet::send(Buffer& b) {
     }
     counters.tx_retries += retries;
     if (sent < b.count) {
-      counters.count_drop(
-          out.port->is_guest() ? SwitchDrop::kTxGuestFull : SwitchDrop::kTxQueueFull,
-          b.count - sent);
+      // A guest that went away during the flush is not a full ring.
+      const SwitchDrop reason = !out.port->tx_ready(out.queue) ? SwitchDrop::kLinkDown
+                                : out.port->is_guest()         ? SwitchDrop::kTxGuestFull
+                                                               : SwitchDrop::kTxQueueFull;
+      counters.count_drop(reason, b.count - sent);
     }
   } else {
     counters.count_drop(SwitchDrop::kLinkDown, b.count);

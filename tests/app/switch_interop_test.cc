@@ -95,13 +95,13 @@ std::string vhost_port_yaml(const std::string& name, const std::string& extra = 
 // A DPDK virtio_user guest on a switch socket.
 class Guest {
  public:
-  explicit Guest(const std::string& port_name, bool mrg = true) {
+  explicit Guest(const std::string& port_name, bool mrg = true, uint64_t tx_offloads = 0) {
     name_ = "net_virtio_user" + std::to_string(serial++);
     // Without mergeable buffers a frame must fit one mbuf: standard MTU.
     port_ = start_vdev_port(name_,
                             "path=" + socket_path(port_name) +
                                 ",queues=1,queue_size=256,mrg_rxbuf=" + (mrg ? "1" : "0"),
-                            1, 0, 0, mrg ? 9000 : 1500);
+                            1, 0, tx_offloads, mrg ? 9000 : 1500);
   }
   ~Guest() { stop_vdev_port(port_, name_); }
   uint16_t port() const { return port_; }
@@ -199,6 +199,46 @@ TEST_CASE("xconnect: guest to guest both ways, without mergeable buffers on one 
   for (uint32_t len = 60; len <= 1514; len += 41) sizes.push_back(len);
   exchange(a, b, kMacB, kMacA, sizes, 7);
   exchange(b, a, kMacA, kMacB, sizes, 8);
+  CHECK(sw.get().totals(0).total_drops() == 0);
+  CHECK(sw.get().totals(1).total_drops() == 0);
+}
+
+TEST_CASE("bridge: a guest's checksum offload is finished for a guest that did not negotiate it") {
+  RunningSwitch sw("version: 1\neal: {cores: \"0-1\"}\nports:\n" + vhost_port_yaml("cs0a") +
+                   vhost_port_yaml("cs0b") +
+                   "lcores: [{lcore: 1, rx: auto}]\nforwarding: {mode: bridge}\n");
+  Guest a("cs0a", true, RTE_ETH_TX_OFFLOAD_TCP_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM);
+  Guest b("cs0b");
+  REQUIRE(sw.wait_link(0));
+  REQUIRE(sw.wait_link(1));
+  for (bool tcp : {true, false}) {
+    for (uint32_t len : {100u, 1400u, 5000u}) {
+      rte_mbuf* m = make_packet(len, len, tcp);
+      set_macs(m, kMacB, kMacA);
+      // As an application asks for the offload: pseudo-header sum in the field, tx flags.
+      m->l2_len = 14;
+      m->l3_len = 20;
+      m->ol_flags = RTE_MBUF_F_TX_IPV4 | (tcp ? RTE_MBUF_F_TX_TCP_CKSUM : RTE_MBUF_F_TX_UDP_CKSUM);
+      auto* ip = rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, 14);
+      const uint16_t phdr = rte_ipv4_phdr_cksum(ip, m->ol_flags);
+      std::memcpy(rte_pktmbuf_mtod_offset(m, uint8_t*, 34 + (tcp ? 16 : 6)), &phdr, 2);
+      REQUIRE(send_all(a.port(), 0, {m}) == 1);
+      auto got = receive(b.port(), 0, 1);
+      REQUIRE(got.size() == 1);
+      INFO((tcp ? "tcp " : "udp ") << len);
+      const std::vector<uint8_t> bytes = packet_bytes(got[0]);
+      REQUIRE(bytes.size() == len);
+      // The whole L4 checksum over the pseudo-header verifies to 0xffff.
+      const auto* rip = reinterpret_cast<const rte_ipv4_hdr*>(bytes.data() + 14);
+      const uint32_t l4_len = len - 34;
+      uint32_t sum = rte_raw_cksum(bytes.data() + 34, l4_len);
+      sum += rte_ipv4_phdr_cksum(rip, 0);
+      sum = (sum & 0xffff) + (sum >> 16);
+      sum = (sum & 0xffff) + (sum >> 16);
+      CHECK(sum == 0xffff);
+      free_all(got);
+    }
+  }
   CHECK(sw.get().totals(0).total_drops() == 0);
   CHECK(sw.get().totals(1).total_drops() == 0);
 }

@@ -132,10 +132,12 @@ void LcoreLoop::sleep_until_woken() {
       epoll_wait(epoll_fd_, events, 16, every_queue_can_wake_ ? kLongSleepMs : kShortSleepMs);
   if (n > 0) ++counters_.wakeups;
   for (int i = 0; i < n; ++i) {
-    // Drain the eventfds that fired (ours, NIC rx interrupts) so they do not fire again at once.
-    // A guest's nested epoll fd cannot be read (EINVAL): its kickfd is drained when armed.
+    // Only our own eventfd is drained here. A guest's kickfd is drained when kicks are next
+    // armed; a NIC's rx-interrupt fd is not ours to read: for net_tap it is the queue's own fd
+    // (a read would eat a frame), and what an eventfd of another driver needs differs.
+    if (events[i].data.fd != wake_fd_) continue;
     eventfd_t ignored;
-    (void)read(events[i].data.fd, &ignored, sizeof(ignored));
+    (void)eventfd_read(wake_fd_, &ignored);
   }
   for (RxSlot& s : poller_.slots()) s.port->arm_rx_wake(s.queue, false);
 }

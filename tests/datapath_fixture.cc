@@ -53,4 +53,14 @@ rte_mbuf* make_mbuf(const std::vector<uint8_t>& data, rte_mempool* pool) {
   return head;
 }
 
+std::vector<rte_mbuf*> make_packets(int n, uint32_t size) {
+  std::vector<rte_mbuf*> pkts;
+  for (int i = 0; i < n; ++i) pkts.push_back(make_mbuf(make_frame(size, i)));
+  return pkts;
+}
+
+void free_packets(const std::vector<rte_mbuf*>& pkts, size_t from) {
+  for (size_t i = from; i < pkts.size(); ++i) rte_pktmbuf_free(pkts[i]);
+}
+
 }  // namespace vqs::test

@@ -70,5 +70,9 @@ struct Device {
 std::vector<uint8_t> mbuf_bytes(const rte_mbuf* m);
 // A single- or multi-segment mbuf holding `data`.
 rte_mbuf* make_mbuf(const std::vector<uint8_t>& data, rte_mempool* pool = test_pool());
+// `n` packets of `size` bytes (make_frame patterns, seeds 0..n-1).
+std::vector<rte_mbuf*> make_packets(int n, uint32_t size = 100);
+// Frees pkts[from..]: what an enqueue did not consume.
+void free_packets(const std::vector<rte_mbuf*>& pkts, size_t from);
 
 }  // namespace vqs::test

@@ -5,20 +5,6 @@
 using namespace vqs;
 using namespace vqs::test;
 
-namespace {
-
-std::vector<rte_mbuf*> make_packets(int n, uint32_t size) {
-  std::vector<rte_mbuf*> pkts;
-  for (int i = 0; i < n; ++i) pkts.push_back(make_mbuf(make_frame(size, i)));
-  return pkts;
-}
-
-void free_packets(const std::vector<rte_mbuf*>& pkts, size_t from) {
-  for (size_t i = from; i < pkts.size(); ++i) rte_pktmbuf_free(pkts[i]);
-}
-
-}  // namespace
-
 TEST_CASE("enqueue to a guest without buffers returns what it could not place") {
   Device dev(kModernFeatures | bit(kNetFMrgRxbuf));
   auto pkts = make_packets(10, 1000);

@@ -12,12 +12,6 @@ using namespace vqs::test;
 
 namespace {
 
-std::vector<rte_mbuf*> make_packets(int n, uint32_t size = 100) {
-  std::vector<rte_mbuf*> pkts;
-  for (int i = 0; i < n; ++i) pkts.push_back(make_mbuf(make_frame(size, i)));
-  return pkts;
-}
-
 // Restarts the guest RX queue with `policy` (no burst has run: the indices are the guest's).
 void use_policy(Device& dev, const NotifyPolicy& policy, uint64_t tsc_hz = rte_get_tsc_hz()) {
   VirtQueue::Setup s = dev.rx.setup();

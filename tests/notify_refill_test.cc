@@ -11,16 +11,6 @@ using namespace vqs::test;
 
 namespace {
 
-std::vector<rte_mbuf*> make_packets(int n, uint32_t size = 100) {
-  std::vector<rte_mbuf*> pkts;
-  for (int i = 0; i < n; ++i) pkts.push_back(make_mbuf(make_frame(size, i)));
-  return pkts;
-}
-
-void free_packets(const std::vector<rte_mbuf*>& pkts, size_t from) {
-  for (size_t i = from; i < pkts.size(); ++i) rte_pktmbuf_free(pkts[i]);
-}
-
 void use_policy(Device& dev, const NotifyPolicy& policy) {
   VirtQueue::Setup s = dev.rx.setup();
   s.notify = policy;

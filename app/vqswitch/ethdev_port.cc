@@ -222,10 +222,12 @@ uint16_t EthdevPort::tx_prepare(uint16_t queue, rte_mbuf** pkts, uint16_t count)
   return kept;
 }
 
-int EthdevPort::rx_wake_fd(uint16_t queue) {
-  if (!rx_interrupts_) return -1;
-  const int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(port_id_, queue);
-  return fd >= 0 ? fd : -1;
+bool EthdevPort::watch_rx_wake(uint16_t queue, int epfd, bool add, void* data) {
+  // EAL's own event entry for the queue: rte_epoll_wait then clears the interrupt as the
+  // device's handle type requires (reads a VFIO/UIO eventfd, leaves a net_tap queue fd alone).
+  return rx_interrupts_ &&
+         rte_eth_dev_rx_intr_ctl_q(port_id_, queue, epfd,
+                                   add ? RTE_INTR_EVENT_ADD : RTE_INTR_EVENT_DEL, data) == 0;
 }
 
 bool EthdevPort::arm_rx_wake(uint16_t queue, bool armed) {

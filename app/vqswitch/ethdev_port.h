@@ -38,7 +38,7 @@ class EthdevPort final : public Port {
   }
   uint16_t tx_prepare(uint16_t queue, rte_mbuf** pkts, uint16_t count) override;
   bool tx_ready(uint16_t) const override { return true; }
-  int rx_wake_fd(uint16_t queue) override;
+  bool watch_rx_wake(uint16_t queue, int epfd, bool add, void* data) override;
   bool arm_rx_wake(uint16_t queue, bool armed) override;
 
  private:

@@ -14,7 +14,8 @@ GuestPort::GuestPort(const PortConfig& config, uint16_t index, rte_mempool* pool
     : Port(config.name, index),
       config_(config),
       pool_(pool),
-      kick_epfd_(std::make_unique<int[]>(config.queues)) {
+      kick_epfd_(std::make_unique<int[]>(config.queues)),
+      kick_events_(std::make_unique<rte_epoll_event[]>(config.queues)) {
   init_queues(config.queues, config.queues);
   for (uint16_t q = 0; q < config.queues; ++q) kick_epfd_[q] = -1;
 }
@@ -53,6 +54,16 @@ GuestPort::~GuestPort() {
   }
   for (uint16_t q = 0; q < config_.queues; ++q)
     if (kick_epfd_[q] >= 0) close(kick_epfd_[q]);
+}
+
+bool GuestPort::watch_rx_wake(uint16_t queue, int epfd, bool add, void* data) {
+  rte_epoll_event& ev = kick_events_[queue];
+  if (add) {
+    ev = rte_epoll_event{};
+    ev.epdata.event = EPOLLIN;
+    ev.epdata.data = data;
+  }
+  return rte_epoll_ctl(epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, kick_epfd_[queue], &ev) == 0;
 }
 
 uint16_t GuestPort::rx_ring_size(uint16_t queue) const {

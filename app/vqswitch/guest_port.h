@@ -3,6 +3,8 @@
 // q its RX vring 2q.
 #pragma once
 
+#include <rte_interrupts.h>
+
 #include <atomic>
 #include <memory>
 #include <string>
@@ -37,7 +39,7 @@ class GuestPort final : public Port, private VhostDevice::Listener {
   bool tx_ready(uint16_t queue) const override {
     return device_->vring_ready(static_cast<uint16_t>(2 * queue));
   }
-  int rx_wake_fd(uint16_t queue) override { return kick_epfd_[queue]; }
+  bool watch_rx_wake(uint16_t queue, int epfd, bool add, void* data) override;
   bool arm_rx_wake(uint16_t queue, bool armed) override {
     return device_->arm_kicks(static_cast<uint16_t>(2 * queue + 1), armed);
   }
@@ -51,7 +53,10 @@ class GuestPort final : public Port, private VhostDevice::Listener {
   const PortConfig config_;
   rte_mempool* const pool_;
   std::unique_ptr<VhostDevice> device_;
-  std::unique_ptr<int[]> kick_epfd_;  // per rx queue, for sleeping lcores
+  // Per rx queue, for sleeping lcores: an epoll set holding the current kickfd (it changes when
+  // the guest reconnects), and its entry in the lcore's set.
+  std::unique_ptr<int[]> kick_epfd_;
+  std::unique_ptr<rte_epoll_event[]> kick_events_;
 };
 
 }  // namespace vqs::app

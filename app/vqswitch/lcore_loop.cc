@@ -31,23 +31,24 @@ LcoreLoop::LcoreLoop(unsigned lcore, uint16_t slot, std::vector<RxSlot> rx, TxBu
   if (!busy_poll_us_) return;
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.fd = wake_fd_;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
-  every_queue_can_wake_ = true;
-  for (RxSlot& s : poller_.slots()) {
-    const int fd = s.port->rx_wake_fd(s.queue);
-    if (fd < 0) {
-      every_queue_can_wake_ = false;
-      continue;
-    }
-    ev.data.fd = fd;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) every_queue_can_wake_ = false;
+  wake_event_.epdata.event = EPOLLIN;
+  wake_watched_ = epoll_fd_ >= 0 && wake_fd_ >= 0 &&
+                  rte_epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake_event_) == 0;
+  every_queue_can_wake_ = wake_watched_;
+  watched_.assign(poller_.slots().size(), false);
+  for (size_t i = 0; i < poller_.slots().size() && epoll_fd_ >= 0; ++i) {
+    RxSlot& s = poller_.slots()[i];
+    watched_[i] = s.port->watch_rx_wake(s.queue, epoll_fd_, true, &s);
+    every_queue_can_wake_ &= watched_[i];
   }
 }
 
 LcoreLoop::~LcoreLoop() {
+  for (size_t i = 0; i < watched_.size(); ++i) {
+    RxSlot& s = poller_.slots()[i];
+    if (watched_[i]) s.port->watch_rx_wake(s.queue, epoll_fd_, false, nullptr);
+  }
+  if (wake_watched_) rte_epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, wake_fd_, &wake_event_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (wake_fd_ >= 0) close(wake_fd_);
 }
@@ -127,17 +128,22 @@ void LcoreLoop::sleep_until_woken() {
   // packet that arrives from here on is slept through.
   for (RxSlot& s : poller_.slots()) s.port->arm_rx_wake(s.queue, true);
   ++counters_.sleeps;
-  epoll_event events[16];
+  rte_epoll_event events[16];
+  // rte_epoll_wait clears NIC rx interrupts as their driver needs; a guest's kickfd is drained
+  // when kicks are next armed; our own eventfd is drained here.
   const int n =
-      epoll_wait(epoll_fd_, events, 16, every_queue_can_wake_ ? kLongSleepMs : kShortSleepMs);
+      rte_epoll_wait(epoll_fd_, events, 16, every_queue_can_wake_ ? kLongSleepMs : kShortSleepMs);
   if (n > 0) ++counters_.wakeups;
   for (int i = 0; i < n; ++i) {
-    // Only our own eventfd is drained here. A guest's kickfd is drained when kicks are next
-    // armed; a NIC's rx-interrupt fd is not ours to read: for net_tap it is the queue's own fd
-    // (a read would eat a frame), and what an eventfd of another driver needs differs.
-    if (events[i].data.fd != wake_fd_) continue;
-    eventfd_t ignored;
-    (void)eventfd_read(wake_fd_, &ignored);
+    const auto* slot = static_cast<const RxSlot*>(events[i].epdata.data);
+    if (slot == nullptr) {
+      eventfd_t ignored;
+      (void)eventfd_read(wake_fd_, &ignored);
+    } else if (slot->port->is_guest()) {
+      ++counters_.kick_wakeups;
+    } else {
+      ++counters_.rx_interrupt_wakeups;
+    }
   }
   for (RxSlot& s : poller_.slots()) s.port->arm_rx_wake(s.queue, false);
 }

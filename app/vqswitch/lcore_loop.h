@@ -3,6 +3,8 @@
 // idle for busy_poll_us, arm the queues' wake-ups and sleep until a packet or a stop arrives.
 #pragma once
 
+#include <rte_interrupts.h>
+
 #include <atomic>
 #include <cstdint>
 #include <optional>
@@ -26,8 +28,10 @@ struct alignas(64) LcoreCounters {
   uint64_t busy_iterations = 0;  // found at least one packet
   uint64_t packets = 0;
   uint64_t sleeps = 0;
-  uint64_t wakeups = 0;      // sleeps ended by a kick, an rx interrupt or a stop (not the timeout)
-  uint64_t busy_cycles = 0;  // TSC cycles in iterations that found work
+  uint64_t wakeups = 0;       // sleeps ended by a kick, an rx interrupt or a stop (not the timeout)
+  uint64_t kick_wakeups = 0;  // ... by a guest's kick
+  uint64_t rx_interrupt_wakeups = 0;  // ... by a NIC rx interrupt
+  uint64_t busy_cycles = 0;           // TSC cycles in iterations that found work
   uint64_t idle_cycles = 0;
 };
 
@@ -60,8 +64,11 @@ class LcoreLoop {
   TxBufferSet tx_;
   const Forwarding* const forwarding_;
   const std::optional<uint32_t> busy_poll_us_;
-  int epoll_fd_ = -1;
+  int epoll_fd_ = -1;  // wake-ups of every rx queue, and wake_fd_: see rte_epoll_wait
   int wake_fd_ = -1;
+  rte_epoll_event wake_event_{};
+  bool wake_watched_ = false;
+  std::vector<bool> watched_;  // by slot: its wake-up is in epoll_fd_
   bool every_queue_can_wake_ = false;
   LcoreCounters counters_;
 };

@@ -74,9 +74,11 @@ class Port {
   // For a guest: whether the tx queue may be used now (connected, queue enabled). A NIC: always.
   virtual bool tx_ready(uint16_t queue) const = 0;
 
-  // Sleep support: arm or disarm the rx queue's wake-up (guest kicks, NIC rx interrupt) and
-  // return its fd (epoll-able) or -1 when the queue cannot wake a sleeper.
-  virtual int rx_wake_fd(uint16_t queue) = 0;
+  // Sleep support. watch_rx_wake adds the rx queue's wake-up source (guest kicks, NIC rx
+  // interrupt) to the epoll set `epfd`, to be waited on with rte_epoll_wait, which hands `data`
+  // back; or removes it (add false). False when the queue cannot wake a sleeper. arm_rx_wake
+  // enables the wake-up before a sleep and disables it after.
+  virtual bool watch_rx_wake(uint16_t queue, int epfd, bool add, void* data) = 0;
   virtual bool arm_rx_wake(uint16_t queue, bool armed) = 0;
 
   // Called by the lcore that transmits on the port, between bursts: deferred work such as

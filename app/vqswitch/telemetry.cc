@@ -87,6 +87,8 @@ int lcores_command(const char*, const char*, rte_tel_data* d) {
     add_u64(l, "visits_ended_empty", empty);
     add_u64(l, "sleeps", c.sleeps);
     add_u64(l, "wakeups", c.wakeups);
+    add_u64(l, "kick_wakeups", c.kick_wakeups);
+    add_u64(l, "rx_interrupt_wakeups", c.rx_interrupt_wakeups);
     const std::string name = "lcore" + std::to_string(loop->lcore());
     rte_tel_data_add_dict_container(d, name.c_str(), l, 0);
   }

@@ -79,7 +79,7 @@ class FakePort final : public Port {
     return n;
   }
   bool tx_ready(uint16_t) const override { return up; }
-  int rx_wake_fd(uint16_t) override { return -1; }
+  bool watch_rx_wake(uint16_t, int, bool, void*) override { return false; }
   bool arm_rx_wake(uint16_t, bool) override { return false; }
 
  private:

@@ -122,7 +122,7 @@ TEST_CASE("retries stop at tx_retries_max") {
         return n;
       }
       bool tx_ready(uint16_t) const override { return true; }
-      int rx_wake_fd(uint16_t) override { return -1; }
+      bool watch_rx_wake(uint16_t, int, bool, void*) override { return false; }
       bool arm_rx_wake(uint16_t, bool) override { return false; }
       int calls = 0;
     } port;

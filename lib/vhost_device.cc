@@ -312,6 +312,11 @@ void VhostDevice::on_destroy_device(int vid) {
   if (listener_) listener_->on_link_change(false);
 }
 
+bool VhostDevice::vring_enabled(uint16_t vring) {
+  std::lock_guard lock(mutex_);
+  return vid_ >= 0 && vrings_[vring].enabled;
+}
+
 void VhostDevice::on_vring_state_changed(int vid, uint16_t vring, bool enabled) {
   if (vring >= vring_count()) {
     if (enabled) {

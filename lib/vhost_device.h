@@ -78,6 +78,9 @@ class VhostDevice {
   void leave(uint16_t vring) { vrings_[vring].gate.leave(); }
   // Whether enter() would admit the datapath to `vring` now (a hint: it may change at any time).
   bool vring_ready(uint16_t vring) const { return vrings_[vring].gate.is_open(); }
+  // Whether the served guest has enabled `vring`, whatever our datapath's state. Control plane
+  // (takes our mutex, which listener calls are made without).
+  bool vring_enabled(uint16_t vring);
 
   // Guest kicks as a wake-up source (rx interrupts). The owner hands us an epoll fd per vring
   // that stays the same for the application; we keep the vring's current kickfd registered in it

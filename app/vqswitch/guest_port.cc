@@ -15,9 +15,13 @@ GuestPort::GuestPort(const PortConfig& config, uint16_t index, rte_mempool* pool
       config_(config),
       pool_(pool),
       kick_epfd_(std::make_unique<int[]>(config.queues)),
-      kick_events_(std::make_unique<rte_epoll_event[]>(config.queues)) {
+      kick_events_(std::make_unique<rte_epoll_event[]>(config.queues)),
+      tx_queue_map_(std::make_unique<std::atomic<uint16_t>[]>(config.queues)) {
   init_queues(config.queues, config.queues);
-  for (uint16_t q = 0; q < config.queues; ++q) kick_epfd_[q] = -1;
+  for (uint16_t q = 0; q < config.queues; ++q) {
+    kick_epfd_[q] = -1;
+    tx_queue_map_[q].store(q, std::memory_order_relaxed);
+  }
 }
 
 std::unique_ptr<GuestPort> GuestPort::create(const PortConfig& config, uint16_t index,
@@ -42,6 +46,7 @@ std::unique_ptr<GuestPort> GuestPort::create(const PortConfig& config, uint16_t 
     }
     port->device_->set_kick_waiter(static_cast<uint16_t>(2 * q + 1), port->kick_epfd_[q]);
   }
+  port->map_tx_queues();
   return port;
 }
 
@@ -112,6 +117,23 @@ void GuestPort::tx_housekeeping(uint16_t queue, uint64_t now_tsc) {
 void GuestPort::on_link_change(bool up) {
   RTE_LOG(INFO, USER1, "vqswitch: port %s: guest %s\n", name().c_str(),
           up ? "connected" : "disconnected");
+  map_tx_queues();
+}
+
+void GuestPort::map_tx_queues() {
+  std::lock_guard lock(tx_queue_map_mutex_);
+  if (device_ == nullptr) return;  // a guest that connects while create() runs: mapped after
+  const uint16_t pairs = config_.queues;
+  std::vector<uint16_t> enabled;
+  std::vector<bool> own(pairs);
+  for (uint16_t q = 0; q < pairs; ++q) {
+    own[q] = device_->vring_enabled(static_cast<uint16_t>(2 * q));
+    if (own[q]) enabled.push_back(q);
+  }
+  // With none enabled every queue keeps its own, and its flushes count link_down.
+  for (uint16_t q = 0; q < pairs; ++q)
+    tx_queue_map_[q].store(own[q] || enabled.empty() ? q : enabled[q % enabled.size()],
+                           std::memory_order_relaxed);
 }
 
 }  // namespace vqs::app

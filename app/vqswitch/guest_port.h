@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "config.h"
@@ -43,12 +44,17 @@ class GuestPort final : public Port, private VhostDevice::Listener {
   bool arm_rx_wake(uint16_t queue, bool armed) override {
     return device_->arm_kicks(static_cast<uint16_t>(2 * queue + 1), armed);
   }
+  uint16_t tx_queue_in_use(uint16_t queue) const override {
+    return tx_queue_map_[queue].load(std::memory_order_relaxed);
+  }
   void tx_housekeeping(uint16_t queue, uint64_t now_tsc) override;
 
  private:
   GuestPort(const PortConfig& config, uint16_t index, rte_mempool* pool);
   void on_link_change(bool up) override;
-  void on_vring_state(uint16_t, bool) override {}
+  void on_vring_state(uint16_t, bool) override { map_tx_queues(); }
+  // Points every tx queue at itself when the guest enabled it, else at an enabled one.
+  void map_tx_queues();
 
   const PortConfig config_;
   rte_mempool* const pool_;
@@ -57,6 +63,8 @@ class GuestPort final : public Port, private VhostDevice::Listener {
   // the guest reconnects), and its entry in the lcore's set.
   std::unique_ptr<int[]> kick_epfd_;
   std::unique_ptr<rte_epoll_event[]> kick_events_;
+  std::unique_ptr<std::atomic<uint16_t>[]> tx_queue_map_;
+  std::mutex tx_queue_map_mutex_;  // librte_vhost's thread and the owner's both remap
 };
 
 }  // namespace vqs::app

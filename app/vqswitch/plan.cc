@@ -161,12 +161,14 @@ std::optional<Plan> make_plan(const Config& config, std::string* error) {
     }
   }
 
-  // Tx: an ethdev queue per forwarding lcore, so never shared; a guest has only its queue pairs.
+  // Tx: an ethdev queue per forwarding lcore, so never shared. A guest has only its queue pairs,
+  // and may enable fewer of them at any time: lcores then send on the enabled ones (as OVS-DPDK
+  // remaps), so with more than one lcore its queues are always flushed under their lock.
   const size_t n_lcores = plan.lcores.size();
   for (const PortConfig& port : config.ports) {
     bool ethdev = port.type == PortType::kEthdev;
     plan.tx_queues.push_back(ethdev ? static_cast<uint16_t>(n_lcores) : port.queues);
-    plan.tx_shared.push_back(!ethdev && n_lcores > port.queues);
+    plan.tx_shared.push_back(!ethdev && n_lcores > 1);
   }
 
   plan.xconnect_peer.assign(config.ports.size(), -1);
@@ -260,8 +262,7 @@ std::string format_plan(const Config& config, const Plan& plan) {
       if (port.client) out << (port.reconnect ? ", reconnect" : ", no reconnect");
       out << ")\n";
       out << "    queue pairs " << port.queues << ", tx queues " << plan.tx_queues[p]
-          << (plan.tx_shared[p] ? " shared by lcores" : "") << ", tso " << (port.tso ? "on" : "off")
-          << "\n";
+          << (plan.tx_shared[p] ? " locked" : "") << ", tso " << (port.tso ? "on" : "off") << "\n";
       out << "    weight " << format_weight(port.weight) << ", refill threshold "
           << auto_or(port.refill_threshold) << ", notify coalesce ";
       if (port.notify_coalesce.packets || port.notify_coalesce.usecs)
@@ -304,7 +305,9 @@ std::string format_plan(const Config& config, const Plan& plan) {
     for (size_t p = 0; p < config.ports.size(); ++p)
       out << (p ? ", " : " ") << config.ports[p].name << ":"
           << plan.tx_queue(static_cast<uint16_t>(p), lcore.slot)
-          << (plan.tx_shared[p] ? " (shared)" : "");
+          << (!plan.tx_shared[p]                       ? ""
+              : plan.lcores.size() > plan.tx_queues[p] ? " (shared)"
+                                                       : " (locked)");
     out << "\n";
   }
   return out.str();

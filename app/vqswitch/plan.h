@@ -31,7 +31,8 @@ struct Plan {
   unsigned main_lcore = 0;
   std::vector<PlannedLcore> lcores;  // forwarding lcores, in slot order
   // Per port: tx queues to set up (ethdev: one per forwarding lcore; vhost: the queue pairs) and
-  // whether several lcores share one, so that a flush must take the queue's lock.
+  // whether several lcores may share one, so that a flush must take the queue's lock (a guest
+  // with more than one lcore: it may enable fewer queue pairs, then lcores share the enabled).
   std::vector<uint16_t> tx_queues;
   std::vector<bool> tx_shared;
   // xconnect: per port, the index of the port its packets go to; -1 in bridge mode.

@@ -73,6 +73,9 @@ class Port {
   }
   // For a guest: whether the tx queue may be used now (connected, queue enabled). A NIC: always.
   virtual bool tx_ready(uint16_t queue) const = 0;
+  // The tx queue that stands in for `queue` now: itself, or for a guest that enabled fewer queue
+  // pairs, an enabled one. Read once per flush; the flush then takes that queue's lock.
+  virtual uint16_t tx_queue_in_use(uint16_t queue) const { return queue; }
 
   // Sleep support. watch_rx_wake adds the rx queue's wake-up source (guest kicks, NIC rx
   // interrupt) to the epoll set `epfd`, to be waited on with rte_epoll_wait, which hands `data`

@@ -112,10 +112,11 @@ bool Switch::build(std::string* error) {
     for (const auto& port : ports_) {
       TxBufferSet::Output out;
       out.port = port.get();
-      // The device may have fewer tx queues than asked for: then lcores share them.
+      // The device may have fewer tx queues than asked for: then lcores share them. A guest's are
+      // locked as the plan says (it may enable fewer queue pairs).
       const uint16_t txqs = port->tx_queue_count();
       out.queue = static_cast<uint16_t>(pl.slot % txqs);
-      out.shared = lcore_count > txqs;
+      out.shared = port->is_guest() ? plan_.tx_shared[port->index()] : lcore_count > txqs;
       const PortConfig& pc = config_.ports[port->index()];
       out.retries_max = pc.tx_retries_max;
       out.housekeeping = pc.type == PortType::kVhost &&

@@ -27,17 +27,20 @@ void TxBufferSet::flush() {
 
 void TxBufferSet::send(Buffer& b) {
   const Output& out = b.out;
-  PortQueueCounters& counters = out.port->tx_counters(out.queue);
+  Port* const port = out.port;
+  // A guest that enabled fewer queue pairs has our queue stand in for an enabled one.
+  const uint16_t queue = port->tx_queue_in_use(out.queue);
+  PortQueueCounters& counters = port->tx_counters(queue);
   uint16_t sent = 0;
   uint64_t bytes = 0;
-  if (out.shared) rte_spinlock_lock(out.port->tx_lock(out.queue));
-  b.count = out.port->tx_prepare(out.queue, b.pkts, b.count);
+  if (out.shared) rte_spinlock_lock(port->tx_lock(queue));
+  b.count = port->tx_prepare(queue, b.pkts, b.count);
   for (uint16_t i = 0; i < b.count; ++i) bytes += b.pkts[i]->pkt_len;
-  if (out.port->tx_ready(out.queue)) {
+  if (port->tx_ready(queue)) {
     // As OVS-DPDK: retry only while the queue keeps taking packets, at most retries_max times.
     uint32_t retries = 0;
     while (true) {
-      const uint16_t n = out.port->tx_burst(out.queue, b.pkts + sent, b.count - sent);
+      const uint16_t n = port->tx_burst(queue, b.pkts + sent, b.count - sent);
       sent += n;
       if (sent == b.count || n == 0 || retries == out.retries_max) break;
       ++retries;
@@ -45,9 +48,9 @@ void TxBufferSet::send(Buffer& b) {
     counters.tx_retries += retries;
     if (sent < b.count) {
       // A guest that went away during the flush is not a full ring.
-      const SwitchDrop reason = !out.port->tx_ready(out.queue) ? SwitchDrop::kLinkDown
-                                : out.port->is_guest()         ? SwitchDrop::kTxGuestFull
-                                                               : SwitchDrop::kTxQueueFull;
+      const SwitchDrop reason = !port->tx_ready(queue) ? SwitchDrop::kLinkDown
+                                : port->is_guest()     ? SwitchDrop::kTxGuestFull
+                                                       : SwitchDrop::kTxQueueFull;
       counters.count_drop(reason, b.count - sent);
     }
   } else {
@@ -57,7 +60,7 @@ void TxBufferSet::send(Buffer& b) {
   for (uint16_t i = sent; i < b.count; ++i) bytes -= b.pkts[i]->pkt_len;
   counters.tx_packets += sent;
   counters.tx_bytes += bytes;
-  if (out.shared) rte_spinlock_unlock(out.port->tx_lock(out.queue));
+  if (out.shared) rte_spinlock_unlock(port->tx_lock(queue));
   if (sent < b.count) rte_pktmbuf_free_bulk(b.pkts + sent, b.count - sent);
   b.count = 0;
 }
@@ -65,9 +68,11 @@ void TxBufferSet::send(Buffer& b) {
 void TxBufferSet::housekeeping(uint64_t now_tsc) {
   for (Buffer& b : buffers_) {
     if (!b.out.housekeeping) continue;
-    if (b.out.shared) rte_spinlock_lock(b.out.port->tx_lock(b.out.queue));
-    b.out.port->tx_housekeeping(b.out.queue, now_tsc);
-    if (b.out.shared) rte_spinlock_unlock(b.out.port->tx_lock(b.out.queue));
+    Port* const port = b.out.port;
+    const uint16_t queue = port->tx_queue_in_use(b.out.queue);
+    if (b.out.shared) rte_spinlock_lock(port->tx_lock(queue));
+    port->tx_housekeeping(queue, now_tsc);
+    if (b.out.shared) rte_spinlock_unlock(port->tx_lock(queue));
   }
 }
 

@@ -95,13 +95,14 @@ std::string vhost_port_yaml(const std::string& name, const std::string& extra = 
 // A DPDK virtio_user guest on a switch socket.
 class Guest {
  public:
-  explicit Guest(const std::string& port_name, bool mrg = true, uint64_t tx_offloads = 0) {
+  explicit Guest(const std::string& port_name, bool mrg = true, uint64_t tx_offloads = 0,
+                 uint16_t queues = 1) {
     name_ = "net_virtio_user" + std::to_string(serial++);
     // Without mergeable buffers a frame must fit one mbuf: standard MTU.
     port_ = start_vdev_port(name_,
-                            "path=" + socket_path(port_name) +
-                                ",queues=1,queue_size=256,mrg_rxbuf=" + (mrg ? "1" : "0"),
-                            1, 0, tx_offloads, mrg ? 9000 : 1500);
+                            "path=" + socket_path(port_name) + ",queues=" + std::to_string(queues) +
+                                ",queue_size=256,mrg_rxbuf=" + (mrg ? "1" : "0"),
+                            queues, 0, tx_offloads, mrg ? 9000 : 1500);
   }
   ~Guest() { stop_vdev_port(port_, name_); }
   uint16_t port() const { return port_; }
@@ -120,9 +121,11 @@ void set_macs(rte_mbuf* m, const rte_ether_addr& dst, const rte_ether_addr& src)
 const rte_ether_addr kMacA = {{0x02, 0, 0, 0, 0xa, 1}};
 const rte_ether_addr kMacB = {{0x02, 0, 0, 0, 0xb, 1}};
 
-// Sends `sizes` from guest `from` to guest `to` and checks every byte arrives unchanged.
+// Sends `sizes` from guest `from` (on its queue `from_queue`) to guest `to` (arriving on its queue
+// `to_queue`) and checks every byte arrives unchanged.
 void exchange(const Guest& from, const Guest& to, const rte_ether_addr& dst,
-              const rte_ether_addr& src, const std::vector<uint32_t>& sizes, uint32_t seed) {
+              const rte_ether_addr& src, const std::vector<uint32_t>& sizes, uint32_t seed,
+              uint16_t from_queue = 0, uint16_t to_queue = 0) {
   std::vector<rte_mbuf*> pkts;
   std::vector<std::vector<uint8_t>> expected;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -135,8 +138,8 @@ void exchange(const Guest& from, const Guest& to, const rte_ether_addr& dst,
   // Few at a time: the receiving guest's ring holds 256 buffers.
   for (size_t i = 0; i < pkts.size(); i += 32) {
     const size_t n = std::min<size_t>(32, pkts.size() - i);
-    REQUIRE(send_all(from.port(), 0, {pkts.begin() + i, pkts.begin() + i + n}) == n);
-    auto burst = receive(to.port(), 0, n);
+    REQUIRE(send_all(from.port(), from_queue, {pkts.begin() + i, pkts.begin() + i + n}) == n);
+    auto burst = receive(to.port(), to_queue, n);
     got.insert(got.end(), burst.begin(), burst.end());
   }
   if (got.size() != expected.size()) {
@@ -285,6 +288,31 @@ TEST_CASE("busy_poll_us: an idle lcore sleeps, and a guest's kick wakes it for e
   CHECK(lcore.rx_interrupt_wakeups == 0);
   CHECK(sw.get().totals(0).total_drops() == 0);
   CHECK(sw.get().totals(1).total_drops() == 0);
+}
+
+TEST_CASE("a guest that enables fewer queue pairs: every lcore's frames reach an enabled queue") {
+  // b has 2 queue pairs but its guest enables one: lcore 1 (slot 1) sends on b's queue 1, which
+  // must stand in for queue 0. The lcores sleep when idle, for the test thread's CPU.
+  RunningSwitch sw("version: 1\neal: {cores: \"0-1\"}\nports:\n" +
+                   vhost_port_yaml("mq0a", ", queues: 2") + vhost_port_yaml("mq0b", ", queues: 2") +
+                   "lcores:\n"
+                   "  - {lcore: 0, rx: [\"mq0a:0\", \"mq0b:0\"], busy_poll_us: 100}\n"
+                   "  - {lcore: 1, rx: [\"mq0a:1\", \"mq0b:1\"], busy_poll_us: 100}\n"
+                   "forwarding: {mode: xconnect, pairs: [[mq0a, mq0b]]}\n");
+  Guest a("mq0a", true, 0, 2), b("mq0b", true, 0, 1);
+  REQUIRE(sw.wait_link(0));
+  REQUIRE(sw.wait_link(1));
+  for (int round = 0; round < 4; ++round) {
+    exchange(a, b, kMacB, kMacA, {60, 1514, 9018}, 200 + round, 1, 0);  // via lcore 1
+    exchange(a, b, kMacB, kMacA, {60, 1514, 9018}, 300 + round, 0, 0);  // via lcore 0
+    exchange(b, a, kMacA, kMacB, {60, 1514}, 400 + round, 0, 0);
+  }
+  const Port& port_b = *sw.get().ports()[1];
+  CHECK(port_b.tx_queue_in_use(0) == 0);
+  CHECK(port_b.tx_queue_in_use(1) == 0);
+  CHECK(sw.get().totals(1).tx_packets == 24);
+  CHECK(sw.get().totals(1).total_drops() == 0);
+  CHECK(sw.get().totals(0).total_drops() == 0);
 }
 
 // --- The kernel through net_tap: ping answered by a guest. ---

@@ -38,6 +38,9 @@ class EthdevPort final : public Port {
   }
   uint16_t tx_prepare(uint16_t queue, rte_mbuf** pkts, uint16_t count) override;
   bool tx_ready(uint16_t) const override { return true; }
+  bool needs_tcp_segmentation() const override {
+    return (tx_offloads_ & RTE_ETH_TX_OFFLOAD_TCP_TSO) == 0;
+  }
   bool watch_rx_wake(uint16_t queue, int epfd, bool add, void* data) override;
   bool arm_rx_wake(uint16_t queue, bool armed) override;
 

@@ -6,6 +6,7 @@
 
 #include "dequeue.h"
 #include "enqueue.h"
+#include "net_features.h"
 #include "net_offload.h"
 
 namespace vqs::app {
@@ -104,6 +105,11 @@ uint16_t GuestPort::tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count) {
   // Consumed: delivered, or dropped and counted by the datapath. The rest found no guest buffer.
   if (r.packets > 0) rte_pktmbuf_free_bulk(pkts, r.packets);
   return r.packets;
+}
+
+bool GuestPort::needs_tcp_segmentation() const {
+  const NetFeatures features = NetFeatures::from_bits(device_->negotiated_features());
+  return !features.guest_tso4 || !features.guest_csum;
 }
 
 void GuestPort::tx_housekeeping(uint16_t queue, uint64_t now_tsc) {

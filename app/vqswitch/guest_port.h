@@ -44,6 +44,7 @@ class GuestPort final : public Port, private VhostDevice::Listener {
   bool arm_rx_wake(uint16_t queue, bool armed) override {
     return device_->arm_kicks(static_cast<uint16_t>(2 * queue + 1), armed);
   }
+  bool needs_tcp_segmentation() const override;
   uint16_t tx_queue_in_use(uint16_t queue) const override {
     return tx_queue_map_[queue].load(std::memory_order_relaxed);
   }

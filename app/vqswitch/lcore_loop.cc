@@ -59,6 +59,7 @@ void LcoreLoop::wake() {
 
 void LcoreLoop::forward(RxSlot& slot, rte_mbuf** pkts, uint16_t count, uint64_t now_tsc) {
   const uint16_t in_port = slot.port->index();
+  tx_.set_input(&slot.port->rx_counters(slot.queue));
   if (forwarding_->mode == ForwardingMode::kBridge) {
     forwarding_->bridge->forward(slot_, in_port, pkts, count, now_tsc, tx_,
                                  slot.port->rx_counters(slot.queue));

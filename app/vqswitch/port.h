@@ -73,6 +73,9 @@ class Port {
   }
   // For a guest: whether the tx queue may be used now (connected, queue enabled). A NIC: always.
   virtual bool tx_ready(uint16_t queue) const = 0;
+  // Whether a TCP segment train (TSO request) must be cut into segments before tx_burst: the
+  // device cannot segment it (no TSO), or the guest did not negotiate GUEST_TSO4 + GUEST_CSUM.
+  virtual bool needs_tcp_segmentation() const { return false; }
   // The tx queue that stands in for `queue` now: itself, or for a guest that enabled fewer queue
   // pairs, an enabled one. Read once per flush; the flush then takes that queue's lock.
   virtual uint16_t tx_queue_in_use(uint16_t queue) const { return queue; }

@@ -34,6 +34,16 @@ uint32_t mbufs_needed(const Config& config, const Plan& plan) {
   return static_cast<uint32_t>(std::clamp<uint64_t>(n, kMinMbufs, UINT32_MAX / 2));
 }
 
+// Payload references of software-segmented TCP trains: what NIC tx rings hold, plus a train
+// per lcore being buffered.
+uint32_t indirect_mbufs_needed(const Config& config, const Plan& plan) {
+  const uint64_t lcores = plan.lcores.size();
+  uint64_t n = lcores * TxBufferSet::kMaxSegments + (lcores + 1) * kMempoolCache * 3 / 2;
+  for (const PortConfig& p : config.ports)
+    if (p.type == PortType::kEthdev) n += lcores * p.tx_descriptors;
+  return static_cast<uint32_t>(std::clamp<uint64_t>(n, kMinMbufs, UINT32_MAX / 2));
+}
+
 int run_lcore(void* arg) {
   auto* args = static_cast<std::pair<LcoreLoop*, const std::atomic<bool>*>*>(arg);
   args->first->run(*args->second);
@@ -64,6 +74,20 @@ bool Switch::build(std::string* error) {
     *error = "cannot create a pool of " + std::to_string(mbufs) +
              " mbufs: " + rte_strerror(rte_errno) + " (eal.memory_mb too small?)";
     return false;
+  }
+  // TCP segment trains come only from guests with tso: an output that cannot take them whole
+  // has them cut by the lcore (rte_gso), payload by reference.
+  const bool trains = std::any_of(config_.ports.begin(), config_.ports.end(),
+                                  [](const PortConfig& p) { return p.tso; });
+  if (trains) {
+    const uint32_t n = indirect_mbufs_needed(config_, plan_);
+    gso_pool_ = rte_pktmbuf_pool_create("vqswitch_gso", n, kMempoolCache, 0, 0,
+                                        static_cast<int>(rte_socket_id()));
+    if (gso_pool_ == nullptr) {
+      *error = "cannot create a pool of " + std::to_string(n) +
+               " segmentation mbufs: " + rte_strerror(rte_errno) + " (eal.memory_mb too small?)";
+      return false;
+    }
   }
   bool sleeps = false;
   for (const PlannedLcore& l : plan_.lcores) sleeps |= l.busy_poll_us.has_value();
@@ -123,9 +147,10 @@ bool Switch::build(std::string* error) {
                          (pc.notify_coalesce.packets != 0 || pc.notify_coalesce.usecs != 0);
       outputs.push_back(out);
     }
-    lcores_.push_back(std::make_unique<LcoreLoop>(pl.lcore, pl.slot, std::move(rx),
-                                                  TxBufferSet(std::move(outputs), config_.burst),
-                                                  &forwarding_, pl.busy_poll_us, config_.burst));
+    lcores_.push_back(std::make_unique<LcoreLoop>(
+        pl.lcore, pl.slot, std::move(rx),
+        TxBufferSet(std::move(outputs), config_.burst, {pool_, gso_pool_}), &forwarding_,
+        pl.busy_poll_us, config_.burst));
   }
   return true;
 }
@@ -136,6 +161,7 @@ Switch::~Switch() {
   ports_.clear();
   bridge_.reset();
   if (pool_ != nullptr) rte_mempool_free(pool_);
+  if (gso_pool_ != nullptr) rte_mempool_free(gso_pool_);
 }
 
 void Switch::run(const std::atomic<bool>& stop, const std::function<void()>& control) {

@@ -59,6 +59,7 @@ class Switch {
   const Config config_;
   const Plan plan_;
   rte_mempool* pool_ = nullptr;
+  rte_mempool* gso_pool_ = nullptr;  // indirect mbufs for software TCP segmentation
   std::vector<std::unique_ptr<Port>> ports_;
   std::unique_ptr<L2Bridge> bridge_;
   Forwarding forwarding_;

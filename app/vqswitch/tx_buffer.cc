@@ -1,14 +1,52 @@
 #include "tx_buffer.h"
 
+#include <rte_ethdev.h>
+
 #include <algorithm>
 
 namespace vqs::app {
 
-TxBufferSet::TxBufferSet(std::vector<Output> outputs, uint16_t burst)
+TxBufferSet::TxBufferSet(std::vector<Output> outputs, uint16_t burst, GsoPools gso)
     : buffers_(outputs.size()),
       pending_(outputs.size()),
       burst_(std::clamp<uint16_t>(burst, 1, kMaxBurst)) {
   for (size_t i = 0; i < outputs.size(); ++i) buffers_[i].out = outputs[i];
+  gso_ctx_.direct_pool = gso.direct;
+  gso_ctx_.indirect_pool = gso.indirect;
+  gso_ctx_.gso_types = RTE_ETH_TX_OFFLOAD_TCP_TSO;
+  gso_ctx_.flag = 0;  // IPv4 IDs increment per segment, as a NIC's TSO does
+}
+
+void TxBufferSet::push_segments(uint16_t port, rte_mbuf* pkt) {
+  // rte_gso cuts TCP over IPv4 only. An IPv6 train goes on whole, and the output counts it
+  // (tx_unsupported at a NIC, too_large at a guest).
+  if (gso_ctx_.direct_pool == nullptr || !(pkt->ol_flags & RTE_MBUF_F_TX_IPV4)) {
+    append(port, pkt);
+    return;
+  }
+  gso_ctx_.gso_size = static_cast<uint16_t>(
+      std::min<uint32_t>(UINT16_MAX, pkt->l2_len + pkt->l3_len + pkt->l4_len + pkt->tso_segsz));
+  const uint64_t flags = pkt->ol_flags;
+  rte_mbuf* segments[kMaxSegments];
+  const int n = rte_gso_segment(pkt, &gso_ctx_, segments, kMaxSegments);
+  if (n == 0) {
+    // Fits one segment: rte_gso dropped the segmentation request (for every output sharing the
+    // frame, which is just as right for them) and left the checksum requests.
+    append(port, pkt);
+    return;
+  }
+  // Other outputs may share the frame (flooding): they see its request as it came.
+  pkt->ol_flags = flags;
+  if (n < 0) {
+    // No mbufs for the segments, or more segments than kMaxSegments (a tiny MSS).
+    if (input_ != nullptr)
+      input_->count_drop(n == -ENOMEM ? SwitchDrop::kMbufExhausted : SwitchDrop::kTxUnsupported);
+    rte_pktmbuf_free(pkt);
+    return;
+  }
+  // The segments hold references to the payload: our own reference goes.
+  rte_pktmbuf_free(pkt);
+  for (int i = 0; i < n; ++i) append(port, segments[i]);
 }
 
 void TxBufferSet::flush_port(uint16_t port) {

@@ -1,7 +1,10 @@
 // Per-lcore transmit buffers: one per output port, holding up to a burst of packets for the
 // lcore's own tx queue on that port. Flushed when full and at the end of each rx queue visit.
+// A TCP segment train (a guest's TSO) toward a port that cannot take it whole is cut into
+// segments here, with rte_gso, as it is buffered.
 #pragma once
 
+#include <rte_gso.h>
 #include <rte_mbuf.h>
 
 #include <cstdint>
@@ -10,6 +13,13 @@
 #include "port.h"
 
 namespace vqs::app {
+
+// Software segmentation: segment headers from `direct`, payload references from `indirect`
+// (an mbuf pool without data room). Without pools, trains are passed on whole.
+struct GsoPools {
+  rte_mempool* direct = nullptr;
+  rte_mempool* indirect = nullptr;
+};
 
 class TxBufferSet {
  public:
@@ -22,14 +32,29 @@ class TxBufferSet {
   };
 
   // `outputs` is indexed by port index; `burst` at most kMaxBurst.
-  TxBufferSet(std::vector<Output> outputs, uint16_t burst);
+  TxBufferSet(std::vector<Output> outputs, uint16_t burst, GsoPools gso = {});
 
   static constexpr uint16_t kMaxBurst = 64;
+  // Segments of one train at most (64 KiB in MSS-sized pieces, with room to spare).
+  static constexpr uint16_t kMaxSegments = 128;
 
   uint16_t port_count() const { return static_cast<uint16_t>(buffers_.size()); }
   Port* port(uint16_t index) const { return buffers_[index].out.port; }
 
+  // The counters of the rx queue whose packets are pushed next: drops found while buffering
+  // (segmentation without mbufs) are the input's, as the bridge counts its own.
+  void set_input(PortQueueCounters* counters) { input_ = counters; }
+
   void push(uint16_t port, rte_mbuf* pkt) {
+    Buffer& b = buffers_[port];
+    if ((pkt->ol_flags & RTE_MBUF_F_TX_TCP_SEG) && b.out.port->needs_tcp_segmentation())
+        [[unlikely]] {
+      push_segments(port, pkt);
+      return;
+    }
+    append(port, pkt);
+  }
+  void append(uint16_t port, rte_mbuf* pkt) {
     Buffer& b = buffers_[port];
     if (!b.listed) {
       b.listed = true;
@@ -54,11 +79,14 @@ class TxBufferSet {
   };
   void flush_port(uint16_t port);
   void send(Buffer& b);
+  void push_segments(uint16_t port, rte_mbuf* pkt);
 
   std::vector<Buffer> buffers_;
   std::vector<uint16_t> pending_;  // ports with buffered packets, each once
   uint16_t pending_count_ = 0;
   const uint16_t burst_;
+  rte_gso_ctx gso_ctx_{};
+  PortQueueCounters* input_ = nullptr;
 };
 
 }  // namespace vqs::app

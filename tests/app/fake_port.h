@@ -42,6 +42,7 @@ class FakePort final : public Port {
   }
   uint32_t tx_capacity = UINT32_MAX;  // packets accepted before the queue is "full"
   bool up = true;
+  bool segments_tcp = true;  // false: TSO trains are cut before tx (a NIC without TSO)
   uint64_t rx_polls = 0;
 
   // Port.
@@ -79,6 +80,7 @@ class FakePort final : public Port {
     return n;
   }
   bool tx_ready(uint16_t) const override { return up; }
+  bool needs_tcp_segmentation() const override { return !segments_tcp; }
   bool watch_rx_wake(uint16_t, int, bool, void*) override { return false; }
   bool arm_rx_wake(uint16_t, bool) override { return false; }
 

@@ -1,5 +1,8 @@
 // Tx buffers, weighted polling and the lcore loop (xconnect), over fake ports.
+#include <rte_ether.h>
+#include <rte_ip.h>
 #include <rte_mbuf.h>
+#include <rte_tcp.h>
 
 #include <catch2/catch.hpp>
 #include <memory>
@@ -14,10 +17,10 @@ namespace {
 
 class Pool {
  public:
-  explicit Pool(unsigned n = 8191) {
+  explicit Pool(unsigned n = 8191, uint16_t data_room = RTE_MBUF_DEFAULT_BUF_SIZE) {
     static int serial = 0;
     const std::string name = "switch_test_" + std::to_string(serial++);
-    pool_ = rte_pktmbuf_pool_create(name.c_str(), n, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+    pool_ = rte_pktmbuf_pool_create(name.c_str(), n, 0, 0, data_room, 0);
     REQUIRE(pool_ != nullptr);
   }
   ~Pool() { rte_mempool_free(pool_); }
@@ -60,6 +63,67 @@ TEST_CASE("tx buffer flushes when full and on demand, counting bytes") {
     CHECK(port.sent(0).size() == 5);
   }
   CHECK(pool.available() == full);
+}
+
+// An IPv4/TCP train of `len` bytes (54 bytes of headers) asking for TSO with `mss`.
+rte_mbuf* tcp_train(const Pool& pool, uint16_t len, uint16_t mss) {
+  rte_mbuf* m = pool.packet(len);
+  auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+  eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+  auto* ip = reinterpret_cast<rte_ipv4_hdr*>(eth + 1);
+  ip->version_ihl = 0x45;
+  ip->total_length = rte_cpu_to_be_16(static_cast<uint16_t>(len - 14));
+  ip->next_proto_id = IPPROTO_TCP;
+  reinterpret_cast<rte_tcp_hdr*>(ip + 1)->data_off = 5 << 4;
+  m->l2_len = 14;
+  m->l3_len = 20;
+  m->l4_len = 20;
+  m->tso_segsz = mss;
+  m->ol_flags =
+      RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_TCP_CKSUM | RTE_MBUF_F_TX_TCP_SEG;
+  return m;
+}
+
+TEST_CASE("a TSO train is cut for a port without TSO; a port sharing it still gets it whole") {
+  Pool pool(1023, RTE_PKTMBUF_HEADROOM + 8192);
+  rte_mempool* indirect = rte_pktmbuf_pool_create("switch_test_indirect", 1023, 0, 0, 0, 0);
+  REQUIRE(indirect != nullptr);
+  const unsigned full = pool.available();
+  {
+    FakePort nic("nic", 0, 1, 1, false), guest("guest", 1, 1, 1, true);
+    nic.segments_tcp = false;
+    TxBufferSet::Output a, b;
+    a.port = &nic;
+    b.port = &guest;
+    TxBufferSet tx({a, b}, 32, {pool.get(), indirect});
+    PortQueueCounters input;
+    tx.set_input(&input);
+    rte_mbuf* m = tcp_train(pool, 54 + 4000, 1000);
+    rte_mbuf_refcnt_update(m, 1);  // flooded to both
+    tx.push(0, m);
+    tx.push(1, m);
+    tx.flush();
+    REQUIRE(nic.sent(0).size() == 4);
+    for (rte_mbuf* s : nic.sent(0)) {
+      CHECK(s->pkt_len == 54 + 1000);
+      CHECK((s->ol_flags & RTE_MBUF_F_TX_TCP_SEG) == 0);
+      CHECK((s->ol_flags & RTE_MBUF_F_TX_TCP_CKSUM) != 0);  // each segment's sum still to do
+    }
+    REQUIRE(guest.sent(0).size() == 1);
+    CHECK(guest.sent(0)[0] == m);
+    CHECK((m->ol_flags & RTE_MBUF_F_TX_TCP_SEG) != 0);
+    // A train that fits one segment is passed on with its checksum requests only.
+    rte_mbuf* small = tcp_train(pool, 54 + 900, 1000);
+    tx.push(0, small);
+    tx.flush();
+    REQUIRE(nic.sent(0).size() == 5);
+    CHECK(nic.sent(0)[4] == small);
+    CHECK((small->ol_flags & RTE_MBUF_F_TX_TCP_SEG) == 0);
+    CHECK(input.drops[static_cast<int>(SwitchDrop::kMbufExhausted)] == 0);
+  }
+  CHECK(pool.available() == full);
+  CHECK(rte_mempool_avail_count(indirect) == 1023);
+  rte_mempool_free(indirect);
 }
 
 TEST_CASE("a full guest queue is retried while it takes packets, then the rest is counted") {

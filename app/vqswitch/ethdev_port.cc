@@ -3,6 +3,7 @@
 #include <rte_bus.h>
 #include <rte_dev.h>
 #include <rte_errno.h>
+#include <rte_pci.h>
 
 #include "net_offload.h"
 
@@ -12,22 +13,29 @@
 namespace vqs::app {
 namespace {
 
-// The ethdev name of a device string: a vdev's name before its arguments ("net_tap0,iface=t0"),
-// or a PCI address as given.
-std::string device_name(const std::string& device) { return device.substr(0, device.find(',')); }
-
 std::string dpdk_error(const char* what, int rc) {
   return std::string(what) + " failed: " + rte_strerror(rc < 0 ? -rc : rc);
 }
 
 }  // namespace
 
+// The ethdev name of a device string: a vdev's name before its arguments ("net_tap0,iface=t0"),
+// or a PCI address in EAL's full form ("03:00.0" is 0000:03:00.0).
+std::string ethdev_name(const std::string& device) {
+  const std::string name = device.substr(0, device.find(','));
+  rte_pci_addr addr;
+  if (rte_pci_addr_parse(name.c_str(), &addr) != 0) return name;
+  char full[PCI_PRI_STR_SIZE];
+  rte_pci_device_name(&addr, full, sizeof(full));
+  return full;
+}
+
 std::unique_ptr<EthdevPort> EthdevPort::create(const PortConfig& config, uint16_t index,
                                                uint16_t tx_queues, uint16_t burst,
                                                bool rx_interrupts, rte_mempool* pool,
                                                std::string* error) {
   std::unique_ptr<EthdevPort> port(new EthdevPort(config, index));
-  const std::string name = device_name(config.device);
+  const std::string name = ethdev_name(config.device);
   uint16_t port_id;
   if (rte_eth_dev_get_port_by_name(name.c_str(), &port_id) != 0) {
     const int rc = rte_dev_probe(config.device.c_str());

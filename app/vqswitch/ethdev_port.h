@@ -13,6 +13,10 @@
 
 namespace vqs::app {
 
+// The ethdev name EAL gives the device of a config `device` string: a vdev's name before its
+// arguments ("net_tap0,iface=t0"), or a PCI address in full form ("03:00.0" is "0000:03:00.0").
+std::string ethdev_name(const std::string& device);
+
 class EthdevPort final : public Port {
  public:
   // Probes the device if EAL has not (PCI address or vdev string), configures `tx_queues` tx

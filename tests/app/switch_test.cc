@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <memory>
 
+#include "ethdev_port.h"
 #include "fake_port.h"
 #include "lcore_loop.h"
 #include "tx_buffer.h"
@@ -124,6 +125,14 @@ TEST_CASE("a TSO train is cut for a port without TSO; a port sharing it still ge
   CHECK(pool.available() == full);
   CHECK(rte_mempool_avail_count(indirect) == 1023);
   rte_mempool_free(indirect);
+}
+
+TEST_CASE("ethdev names: vdev arguments cut, PCI addresses in EAL's full form") {
+  CHECK(ethdev_name("net_tap0,iface=t0") == "net_tap0");
+  CHECK(ethdev_name("net_null0") == "net_null0");
+  CHECK(ethdev_name("0000:03:00.0") == "0000:03:00.0");
+  CHECK(ethdev_name("03:00.1") == "0000:03:00.1");
+  CHECK(ethdev_name("0000:81:00.0,rx_low_latency=1") == "0000:81:00.0");
 }
 
 TEST_CASE("a full guest queue is retried while it takes packets, then the rest is counted") {

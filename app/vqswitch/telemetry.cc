@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <string>
 
 namespace vqs::app {
 namespace {
@@ -64,67 +65,109 @@ int ports_command(const char*, const char* params, rte_tel_data* d) {
   return -1;  // no such port
 }
 
-int lcores_command(const char*, const char*, rte_tel_data* d) {
+// A container added to `d` under `key`, or freed: 22.11 neither frees nor keeps a container that
+// does not fit (a dictionary holds RTE_TEL_MAX_DICT_ENTRIES).
+void add_container(rte_tel_data* d, const std::string& key, rte_tel_data* value) {
+  if (rte_tel_data_add_dict_container(d, key.c_str(), value, 0) != 0) rte_tel_data_free(value);
+}
+
+// Parses "N" (an lcore id) or "NAME:Q" (a port's queue); false when it is neither.
+bool parse_number(const std::string& text, unsigned* value) {
+  if (text.empty() || text.size() > 5 || text.find_first_not_of("0123456789") != text.npos)
+    return false;
+  *value = static_cast<unsigned>(std::stoul(text));
+  return true;
+}
+
+// Without a parameter, the forwarding lcores' ids; with one, that lcore's counters.
+int lcores_command(const char*, const char* params, rte_tel_data* d) {
   std::lock_guard lock(attached_mutex);
+  if (!has_param(params)) {
+    rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
+    if (attached != nullptr)
+      for (const auto& loop : attached->lcores())
+        rte_tel_data_add_array_int(d, static_cast<int>(loop->lcore()));
+    return 0;
+  }
   rte_tel_data_start_dict(d);
-  if (attached == nullptr) return 0;
+  unsigned id;
+  if (attached == nullptr || !parse_number(params, &id)) return -1;
   for (const auto& loop : attached->lcores()) {
+    if (loop->lcore() != id) continue;
     const LcoreCounters& c = loop->counters();
-    rte_tel_data* l = rte_tel_data_alloc();
-    rte_tel_data_start_dict(l);
     uint64_t by_weight = 0, empty = 0;
     for (const RxSlot& s : loop->poller().slots()) {
       by_weight += s.visits_ended_by_weight;
       empty += s.visits_ended_empty;
     }
-    add_u64(l, "rx_queues", loop->poller().slots().size());
-    add_u64(l, "iterations", c.iterations);
-    add_u64(l, "busy_iterations", c.busy_iterations);
-    add_u64(l, "packets", c.packets);
-    add_u64(l, "busy_cycles", c.busy_cycles);
-    add_u64(l, "idle_cycles", c.idle_cycles);
-    add_u64(l, "visits_ended_by_weight", by_weight);
-    add_u64(l, "visits_ended_empty", empty);
-    add_u64(l, "sleeps", c.sleeps);
-    add_u64(l, "wakeups", c.wakeups);
-    add_u64(l, "kick_wakeups", c.kick_wakeups);
-    add_u64(l, "rx_interrupt_wakeups", c.rx_interrupt_wakeups);
-    const std::string name = "lcore" + std::to_string(loop->lcore());
-    rte_tel_data_add_dict_container(d, name.c_str(), l, 0);
+    add_u64(d, "rx_queues", loop->poller().slots().size());
+    add_u64(d, "iterations", c.iterations);
+    add_u64(d, "busy_iterations", c.busy_iterations);
+    add_u64(d, "packets", c.packets);
+    add_u64(d, "busy_cycles", c.busy_cycles);
+    add_u64(d, "idle_cycles", c.idle_cycles);
+    add_u64(d, "visits_ended_by_weight", by_weight);
+    add_u64(d, "visits_ended_empty", empty);
+    add_u64(d, "sleeps", c.sleeps);
+    add_u64(d, "wakeups", c.wakeups);
+    add_u64(d, "kick_wakeups", c.kick_wakeups);
+    add_u64(d, "rx_interrupt_wakeups", c.rx_interrupt_wakeups);
+    return 0;
   }
-  return 0;
+  return -1;  // no such forwarding lcore
 }
 
-// Keyed "rxq0", "rxq1" ... in polling order, each naming its port and queue: port names may hold
-// characters telemetry refuses in keys, and 22.11 has no arrays of dictionaries.
+// A polled rx queue's placement and counters, into the dictionary `q`.
+void add_queue_counters(rte_tel_data* q, const LcoreLoop& loop, const RxSlot& s) {
+  const PortQueueCounters& c = s.port->rx_counters(s.queue);
+  add_u64(q, "lcore", loop.lcore());
+  add_u64(q, "weight_packets", s.weight.packets);
+  add_u64(q, "weight_bytes", s.weight.bytes);
+  add_u64(q, "rx_packets", c.rx_packets);
+  add_u64(q, "rx_bytes", c.rx_bytes);
+  add_u64(q, "visits_ended_by_weight", s.visits_ended_by_weight);
+  add_u64(q, "visits_ended_empty", s.visits_ended_empty);
+}
+
+// Without a parameter, every polled rx queue as "PORT:Q" in polling order (a reply holds 16 KiB:
+// too little for the counters of hundreds of guests' queues); with "PORT", that port's queues
+// keyed "rxqQ"; with "PORT:Q", one queue.
 int queues_command(const char*, const char* params, rte_tel_data* d) {
   std::lock_guard lock(attached_mutex);
+  if (!has_param(params)) {
+    rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+    if (attached == nullptr) return 0;
+    for (const auto& loop : attached->lcores())
+      for (const RxSlot& s : loop->poller().slots())
+        rte_tel_data_add_array_string(d, (s.port->name() + ":" + std::to_string(s.queue)).c_str());
+    return 0;
+  }
   rte_tel_data_start_dict(d);
-  if (attached == nullptr) return 0;
-  unsigned index = 0;
+  if (attached == nullptr) return -1;
+  std::string port = params;
+  unsigned queue = 0;
+  const size_t colon = port.rfind(':');
+  const bool one = colon != port.npos && parse_number(port.substr(colon + 1), &queue);
+  if (one) port.resize(colon);
+  bool found = false;
   for (const auto& loop : attached->lcores()) {
     for (const RxSlot& s : loop->poller().slots()) {
-      if (has_param(params) && s.port->name() != params) {
-        ++index;
-        continue;
+      if (s.port->name() != port || (one && s.queue != queue)) continue;
+      found = true;
+      if (one) {
+        rte_tel_data_add_dict_string(d, "port", port.c_str());
+        add_u64(d, "queue", s.queue);
+        add_queue_counters(d, *loop, s);
+        return 0;
       }
-      const PortQueueCounters& c = s.port->rx_counters(s.queue);
       rte_tel_data* q = rte_tel_data_alloc();
+      if (q == nullptr) return -1;
       rte_tel_data_start_dict(q);
-      rte_tel_data_add_dict_string(q, "port", s.port->name().c_str());
-      add_u64(q, "queue", s.queue);
-      add_u64(q, "lcore", loop->lcore());
-      add_u64(q, "weight_packets", s.weight.packets);
-      add_u64(q, "weight_bytes", s.weight.bytes);
-      add_u64(q, "rx_packets", c.rx_packets);
-      add_u64(q, "rx_bytes", c.rx_bytes);
-      add_u64(q, "visits_ended_by_weight", s.visits_ended_by_weight);
-      add_u64(q, "visits_ended_empty", s.visits_ended_empty);
-      const std::string key = "rxq" + std::to_string(index++);
-      rte_tel_data_add_dict_container(d, key.c_str(), q, 0);
+      add_queue_counters(q, *loop, s);
+      add_container(d, "rxq" + std::to_string(s.queue), q);
     }
   }
-  return 0;
+  return found ? 0 : -1;
 }
 
 }  // namespace
@@ -134,10 +177,12 @@ void telemetry_attach(const Switch* sw) {
   std::call_once(registered, [] {
     rte_telemetry_register_cmd("/vqswitch/ports", ports_command,
                                "Counters per port; parameter: a port name (optional)");
-    rte_telemetry_register_cmd("/vqswitch/lcores", lcores_command,
-                               "Per forwarding lcore: packets, cycles, visits, sleeps");
+    rte_telemetry_register_cmd(
+        "/vqswitch/lcores", lcores_command,
+        "Forwarding lcores; parameter: an lcore id, for its packets, cycles, visits, sleeps");
     rte_telemetry_register_cmd("/vqswitch/queues", queues_command,
-                               "Per polled rx queue: lcore, weights, visits; parameter: a port");
+                               "Polled rx queues (PORT:Q); parameter: PORT or PORT:Q, for lcore, "
+                               "weights, visits");
   });
   std::lock_guard lock(attached_mutex);
   attached = sw;

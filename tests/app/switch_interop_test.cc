@@ -1,7 +1,9 @@
 // vqswitch against real peers, in this process: DPDK virtio_user guests on the switch's
-// vhost-user sockets (bridge and xconnect, every byte compared), the Linux kernel through a
-// net_tap port (a kernel ping answered by a guest across the bridge), hundreds of guests on one
-// switch, and the telemetry commands over DPDK's telemetry socket.
+// vhost-user sockets (bridge and xconnect, every byte compared; a guest enabling fewer queue
+// pairs than the port has), the Linux kernel through net_tap (a kernel ping answered by a guest
+// across the bridge, also with the lcore asleep until the tap's rx interrupt) and af_packet on a
+// veth pair (a guest's TSO train cut into segments for a NIC without TSO), hundreds of guests on
+// one switch, and the telemetry commands over DPDK's telemetry socket.
 #include <arpa/inet.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
@@ -89,6 +91,25 @@ class RunningSwitch {
   std::atomic<bool> stop_{false};
   std::thread runner_;
 };
+
+// A telemetry command over DPDK's socket, as dpdk-telemetry.py sends it; the reply.
+std::string telemetry(const std::string& command) {
+  const std::string path =
+      std::string("/var/run/dpdk/") + std::getenv("VQS_TEST_FILE_PREFIX") + "/dpdk_telemetry.v2";
+  const int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  std::string buf(65536, '\0');
+  REQUIRE(read(fd, buf.data(), buf.size()) > 0);  // the greeting
+  REQUIRE(write(fd, command.data(), command.size()) == static_cast<ssize_t>(command.size()));
+  const ssize_t n = read(fd, buf.data(), buf.size());
+  close(fd);
+  REQUIRE(n > 0);
+  return buf.substr(0, static_cast<size_t>(n));
+}
 
 std::string socket_path(const std::string& name) { return run_dir() + "/" + name + ".sock"; }
 
@@ -267,6 +288,14 @@ TEST_CASE("one switch serves 256 guests; the first and the last exchange traffic
   for (uint16_t p = 1; p < 255; ++p)
     link_down += sw.get().totals(p).switch_drops[static_cast<int>(SwitchDrop::kLinkDown)];
   CHECK(link_down == 3 * 254);
+  // Telemetry lists every port and queue in one reply.
+  telemetry_attach(&sw.get());
+  const std::string ports = telemetry("/vqswitch/ports");
+  const std::string queues = telemetry("/vqswitch/queues");
+  telemetry_attach(nullptr);
+  CHECK(ports.find("\"many0\",\"many1\",") != std::string::npos);
+  CHECK(ports.find("\"many255\"]}") != std::string::npos);
+  CHECK(queues.find("\"many255:0\"]}") != std::string::npos);
 }
 
 TEST_CASE("busy_poll_us: an idle lcore sleeps, and a guest's kick wakes it for each frame") {
@@ -540,24 +569,6 @@ TEST_CASE("a guest's TSO toward a NIC without TSO (af_packet) leaves as checksum
 
 // --- Telemetry over DPDK's socket, as dpdk-telemetry.py speaks it. ---
 
-std::string telemetry(const std::string& command) {
-  const std::string path =
-      std::string("/var/run/dpdk/") + std::getenv("VQS_TEST_FILE_PREFIX") + "/dpdk_telemetry.v2";
-  const int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-  std::string buf(65536, '\0');
-  REQUIRE(read(fd, buf.data(), buf.size()) > 0);  // the greeting
-  REQUIRE(write(fd, command.data(), command.size()) == static_cast<ssize_t>(command.size()));
-  const ssize_t n = read(fd, buf.data(), buf.size());
-  close(fd);
-  REQUIRE(n > 0);
-  return buf.substr(0, static_cast<size_t>(n));
-}
-
 TEST_CASE("telemetry: /vqswitch/ports, /vqswitch/lcores and /vqswitch/queues answer") {
   RunningSwitch sw("version: 1\neal: {cores: \"0-1\"}\nports:\n" + vhost_port_yaml("tel0a") +
                    vhost_port_yaml("tel0b") +
@@ -574,11 +585,18 @@ TEST_CASE("telemetry: /vqswitch/ports, /vqswitch/lcores and /vqswitch/queues ans
   CHECK(port.find("\"rx_packets\":3") != std::string::npos);
   CHECK(port.find("\"link\":\"up\"") != std::string::npos);
   CHECK(port.find("\"no_guest_buffer\":0") != std::string::npos);
-  CHECK(telemetry("/vqswitch/lcores").find("\"lcore1\":{\"rx_queues\":2") != std::string::npos);
+  CHECK(telemetry("/vqswitch/lcores") == "{\"/vqswitch/lcores\":[1]}");
+  CHECK(telemetry("/vqswitch/lcores,1").find("{\"/vqswitch/lcores\":{\"rx_queues\":2,") == 0);
+  CHECK(telemetry("/vqswitch/lcores,7") == "{\"/vqswitch/lcores\":null}");
+  CHECK(telemetry("/vqswitch/queues") == "{\"/vqswitch/queues\":[\"tel0a:0\",\"tel0b:0\"]}");
   const std::string queues = telemetry("/vqswitch/queues,tel0b");
   INFO(queues);
-  CHECK(queues.find("\"port\":\"tel0b\",\"queue\":0,\"lcore\":1") != std::string::npos);
+  CHECK(queues.find("{\"/vqswitch/queues\":{\"rxq0\":{\"lcore\":1,") == 0);
   CHECK(queues.find("tel0a") == std::string::npos);
+  const std::string one = telemetry("/vqswitch/queues,tel0a:0");
+  INFO(one);
+  CHECK(one.find("{\"/vqswitch/queues\":{\"port\":\"tel0a\",\"queue\":0,\"lcore\":1,") == 0);
+  CHECK(one.find("\"rx_packets\":3") != std::string::npos);
   telemetry_attach(nullptr);
   CHECK(telemetry("/vqswitch/ports") == "{\"/vqswitch/ports\":[]}");
 }

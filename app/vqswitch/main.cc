@@ -1,5 +1,6 @@
 // vqswitch: `vqswitch --check FILE` validates a configuration and prints the plan;
 // `vqswitch --config FILE` runs the switch until SIGINT/SIGTERM (or --duration).
+#include <pthread.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -12,7 +13,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "config.h"
@@ -28,11 +28,17 @@ using vqs::app::Plan;
 using vqs::app::Switch;
 
 std::atomic<bool> stop_requested{false};
-Switch* running_switch = nullptr;
 
-void on_signal(int) {
-  stop_requested.store(true);
-  if (running_switch != nullptr) running_switch->wake_all();
+// SIGINT and SIGTERM are blocked in every thread (EAL's included: they inherit the mask) and taken
+// synchronously by the control loop with sigtimedwait, so no handler runs on an lcore or races
+// the switch's destruction. Once the first has been taken, they are unblocked with the default
+// action: a second one ends a shutdown that hangs.
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
 }
 
 struct Options {
@@ -110,8 +116,18 @@ void control(Switch& sw, const Options& options) {
   const auto start = std::chrono::steady_clock::now();
   auto last_stats = start;
   auto last_aging = start;
+  const sigset_t signals = stop_signals();
   while (!stop_requested.load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const timespec tick{0, 50 * 1000 * 1000};
+    const int signal = sigtimedwait(&signals, nullptr, &tick);
+    if (signal == SIGINT || signal == SIGTERM) {
+      std::printf("vqswitch: %s, stopping\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
+      std::fflush(stdout);
+      stop_requested.store(true);
+      sw.wake_all();
+      pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
+      break;
+    }
     const auto now = std::chrono::steady_clock::now();
     if (options.duration_s > 0 &&
         std::chrono::duration<double>(now - start).count() >= options.duration_s) {
@@ -152,6 +168,8 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  const sigset_t signals = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::vector<std::string> args = eal_args(*config, *plan, argv[0]);
   std::vector<char*> eal_argv;
   for (std::string& a : args) eal_argv.push_back(a.data());
@@ -168,20 +186,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "vqswitch: %s\n", error.c_str());
       status = 1;
     } else {
-      running_switch = sw.get();
-      struct sigaction sa {};
-      sa.sa_handler = on_signal;
-      sigaction(SIGINT, &sa, nullptr);
-      sigaction(SIGTERM, &sa, nullptr);
       vqs::app::telemetry_attach(sw.get());
       std::printf("vqswitch: %zu ports, %zu forwarding lcores, running%s\n", sw->ports().size(),
                   sw->lcores().size(), options.duration_s > 0 ? "" : " until SIGINT/SIGTERM");
       std::fflush(stdout);
       sw->run(stop_requested, [&] { control(*sw, options); });
+      pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);  // a signal now ends the clean-up
       // After every loop has flushed and stopped: nothing is counted any more.
       vqs::app::StatsReport(*sw).print_totals(stdout);
       vqs::app::telemetry_attach(nullptr);
-      running_switch = nullptr;
     }
   }
   rte_eal_cleanup();

@@ -3,9 +3,13 @@
 #include <rte_ethdev.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
+#include <rte_log.h>
 #include <rte_mbuf.h>
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include "ethdev_port.h"
@@ -180,9 +184,26 @@ void Switch::run(const std::atomic<bool>& stop, const std::function<void()>& con
     }
   }
   if (on_main != nullptr) {
-    std::thread control_thread(control);
-    on_main->run(stop);
-    control_thread.join();
+    // An EAL control thread: on the CPUs EAL keeps for control (those of its affinity that no
+    // lcore forwards on, where there are any), not beside the main lcore's loop.
+    pthread_t control_thread;
+    auto* arg = const_cast<std::function<void()>*>(&control);
+    const int rc = rte_ctrl_thread_create(
+        &control_thread, "vqs-control", nullptr,
+        [](void* fn) -> void* {
+          (*static_cast<std::function<void()>*>(fn))();
+          return nullptr;
+        },
+        arg);
+    if (rc != 0) {
+      RTE_LOG(ERR, USER1, "vqswitch: cannot create the control thread: %s\n", strerror(rc));
+      std::thread fallback(control);
+      on_main->run(stop);
+      fallback.join();
+    } else {
+      on_main->run(stop);
+      pthread_join(control_thread, nullptr);
+    }
   } else {
     control();
   }

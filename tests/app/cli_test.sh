@@ -43,28 +43,34 @@ grep -qE "^$work/bad.yaml:6:13: ports\[0\]\.queues: " <<<"$out" || fail "bad con
 "$vqswitch" --check "$work/missing.yaml" 2>"$work/err" && fail "missing file accepted"
 grep -q "missing.yaml" "$work/err" || fail "missing file: message does not name it"
 
-# A run stopped by SIGINT shuts down cleanly and prints its final counters (no hugepages needed
-# while no guest connects).
-cat >"$work/run.yaml" <<YAML
+# A run stopped by SIGINT or SIGTERM shuts down cleanly and prints its final counters (no
+# hugepages needed while no guest connects): with the main lcore forwarding (the control loop on
+# an EAL control thread) and without.
+stop_run() {  # CORES SIGNAL
+  cat >"$work/run.yaml" <<YAML
 version: 1
-eal: {cores: "0", memory_mb: 128, huge: false, file_prefix: vqs-cli-$$, args: ["--no-pci"]}
+eal: {cores: "$1", memory_mb: 128, huge: false, file_prefix: vqs-cli-$$, args: ["--no-pci"]}
 ports:
   - {name: vm0, type: vhost, socket: $work/vm0.sock}
   - {name: vm1, type: vhost, socket: $work/vm1.sock}
 forwarding: {mode: xconnect, pairs: [[vm0, vm1]]}
 YAML
-"$vqswitch" --config "$work/run.yaml" --stats >"$work/run.out" 2>&1 &
-pid=$!
-for _ in $(seq 100); do [ -S "$work/vm1.sock" ] && break; sleep 0.1; done
-[ -S "$work/vm1.sock" ] || fail "run: no socket at $work/vm1.sock"
-sleep 1.5
-kill -INT "$pid"
-wait "$pid"
-rc=$?
-[ "$rc" -eq 0 ] || fail "run stopped by SIGINT: exit $rc: $(tail -n 5 "$work/run.out")"
-grep -q '^final counters:' "$work/run.out" || fail "run: no final counters"
-grep -qE '^vm0 +down' "$work/run.out" || fail "run: no live statistics line"
-[ ! -e "$work/vm0.sock" ] || fail "run: socket left behind"
+  "$vqswitch" --config "$work/run.yaml" --stats >"$work/run.out" 2>&1 &
+  local pid=$!
+  for _ in $(seq 100); do [ -S "$work/vm1.sock" ] && break; sleep 0.1; done
+  [ -S "$work/vm1.sock" ] || fail "run on $1: no socket at $work/vm1.sock"
+  sleep 1.5
+  kill -"$2" "$pid"
+  wait "$pid"
+  local rc=$?
+  [ "$rc" -eq 0 ] || fail "run on $1 stopped by SIG$2: exit $rc: $(tail -n 5 "$work/run.out")"
+  grep -q "^vqswitch: SIG$2, stopping" "$work/run.out" || fail "run on $1: SIG$2 not reported"
+  grep -q '^final counters:' "$work/run.out" || fail "run on $1: no final counters"
+  grep -qE '^vm0 +down' "$work/run.out" || fail "run on $1: no live statistics line"
+  [ ! -e "$work/vm0.sock" ] || fail "run on $1: socket left behind"
+}
+stop_run 0 INT
+stop_run 0-1 TERM
 
 echo "$count examples checked, $failures failures"
 [ "$failures" -eq 0 ]

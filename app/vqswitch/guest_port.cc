@@ -72,15 +72,6 @@ bool GuestPort::watch_rx_wake(uint16_t queue, int epfd, bool add, void* data) {
   return rte_epoll_ctl(epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, kick_epfd_[queue], &ev) == 0;
 }
 
-uint16_t GuestPort::rx_ring_size(uint16_t queue) const {
-  const auto vring = static_cast<uint16_t>(2 * queue + 1);
-  VirtQueue* vq = device_->enter(vring);
-  if (vq == nullptr) return 0;
-  const uint16_t size = vq->ring().size();
-  device_->leave(vring);
-  return size;
-}
-
 BurstResult GuestPort::rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t max_packets,
                                 uint32_t max_bytes) {
   const auto vring = static_cast<uint16_t>(2 * queue + 1);
@@ -112,12 +103,15 @@ bool GuestPort::needs_tcp_segmentation() const {
   return !features.guest_tso4 || !features.guest_csum;
 }
 
-void GuestPort::tx_housekeeping(uint16_t queue, uint64_t now_tsc) {
+bool GuestPort::tx_housekeeping(uint16_t queue, uint64_t now_tsc) {
   const auto vring = static_cast<uint16_t>(2 * queue);
   VirtQueue* vq = device_->enter(vring);
-  if (vq == nullptr) return;
+  // Suspended for a moment (a message being handled): look again later. Gone: nothing is owed.
+  if (vq == nullptr) return device_->link_up();
   if (vq->notification_pending()) vq->flush_notifications(now_tsc);
+  const bool pending = vq->notification_pending();
   device_->leave(vring);
+  return pending;
 }
 
 void GuestPort::on_link_change(bool up) {

@@ -33,7 +33,9 @@ class GuestPort final : public Port, private VhostDevice::Listener {
   uint16_t rx_queue_count() const override { return device_->queue_pairs(); }
   uint16_t tx_queue_count() const override { return device_->queue_pairs(); }
   bool link_up() const override { return device_->link_up(); }
-  uint16_t rx_ring_size(uint16_t queue) const override;
+  uint16_t rx_ring_size(uint16_t queue) const override {
+    return device_->ring_size(static_cast<uint16_t>(2 * queue + 1));
+  }
   BurstResult rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t max_packets,
                        uint32_t max_bytes) override;
   uint16_t tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count) override;
@@ -48,7 +50,7 @@ class GuestPort final : public Port, private VhostDevice::Listener {
   uint16_t tx_queue_in_use(uint16_t queue) const override {
     return tx_queue_map_[queue].load(std::memory_order_relaxed);
   }
-  void tx_housekeeping(uint16_t queue, uint64_t now_tsc) override;
+  bool tx_housekeeping(uint16_t queue, uint64_t now_tsc) override;
 
  private:
   GuestPort(const PortConfig& config, uint16_t index, rte_mempool* pool);

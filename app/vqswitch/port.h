@@ -88,8 +88,8 @@ class Port {
   virtual bool arm_rx_wake(uint16_t queue, bool armed) = 0;
 
   // Called by the lcore that transmits on the port, between bursts: deferred work such as
-  // coalesced guest notifications whose time has come.
-  virtual void tx_housekeeping(uint16_t /*queue*/, uint64_t /*now_tsc*/) {}
+  // coalesced guest notifications whose time has come. Returns whether deferred work remains.
+  virtual bool tx_housekeeping(uint16_t /*queue*/, uint64_t /*now_tsc*/) { return false; }
 
   rte_spinlock_t* tx_lock(uint16_t queue) { return &tx_locks_[queue].lock; }
   PortQueueCounters& rx_counters(uint16_t queue) { return rx_counters_[queue]; }

@@ -11,6 +11,7 @@ TxBufferSet::TxBufferSet(std::vector<Output> outputs, uint16_t burst, GsoPools g
       pending_(outputs.size()),
       burst_(std::clamp<uint16_t>(burst, 1, kMaxBurst)) {
   for (size_t i = 0; i < outputs.size(); ++i) buffers_[i].out = outputs[i];
+  deferred_.reserve(outputs.size());  // each port at most once: never grows while forwarding
   gso_ctx_.direct_pool = gso.direct;
   gso_ctx_.indirect_pool = gso.indirect;
   gso_ctx_.gso_types = RTE_ETH_TX_OFFLOAD_TCP_TSO;
@@ -100,18 +101,29 @@ void TxBufferSet::send(Buffer& b) {
   counters.tx_bytes += bytes;
   if (out.shared) rte_spinlock_unlock(port->tx_lock(queue));
   if (sent < b.count) rte_pktmbuf_free_bulk(b.pkts + sent, b.count - sent);
+  if (out.housekeeping && sent > 0 && !b.deferred) {
+    b.deferred = true;
+    deferred_.push_back(static_cast<uint16_t>(&b - buffers_.data()));
+  }
   b.count = 0;
 }
 
 void TxBufferSet::housekeeping(uint64_t now_tsc) {
-  for (Buffer& b : buffers_) {
-    if (!b.out.housekeeping) continue;
+  size_t kept = 0;
+  for (const uint16_t index : deferred_) {
+    Buffer& b = buffers_[index];
     Port* const port = b.out.port;
     const uint16_t queue = port->tx_queue_in_use(b.out.queue);
     if (b.out.shared) rte_spinlock_lock(port->tx_lock(queue));
-    port->tx_housekeeping(queue, now_tsc);
+    const bool still = port->tx_housekeeping(queue, now_tsc);
     if (b.out.shared) rte_spinlock_unlock(port->tx_lock(queue));
+    if (still) {
+      deferred_[kept++] = index;
+    } else {
+      b.deferred = false;
+    }
   }
+  deferred_.resize(kept);
 }
 
 }  // namespace vqs::app

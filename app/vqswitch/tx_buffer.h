@@ -67,14 +67,16 @@ class TxBufferSet {
   // counted (tx_guest_full / tx_queue_full); toward a port that cannot send now, link_down.
   void flush();
 
-  // Deferred per-queue work of every output (e.g. coalesced guest notifications).
+  // Deferred per-queue work (coalesced guest notifications) of the outputs flushed since it was
+  // last done: a list, so the cost follows the outputs in use, not the guests configured.
   void housekeeping(uint64_t now_tsc);
 
  private:
   struct Buffer {
     Output out;
     uint16_t count = 0;
-    bool listed = false;  // in pending_
+    bool listed = false;    // in pending_
+    bool deferred = false;  // in deferred_
     rte_mbuf* pkts[kMaxBurst];
   };
   void flush_port(uint16_t port);
@@ -84,6 +86,7 @@ class TxBufferSet {
   std::vector<Buffer> buffers_;
   std::vector<uint16_t> pending_;  // ports with buffered packets, each once
   uint16_t pending_count_ = 0;
+  std::vector<uint16_t> deferred_;  // ports whose flushes may have left deferred work, each once
   const uint16_t burst_;
   rte_gso_ctx gso_ctx_{};
   PortQueueCounters* input_ = nullptr;

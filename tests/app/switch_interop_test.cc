@@ -121,13 +121,13 @@ std::string vhost_port_yaml(const std::string& name, const std::string& extra = 
 class Guest {
  public:
   explicit Guest(const std::string& port_name, bool mrg = true, uint64_t tx_offloads = 0,
-                 uint16_t queues = 1) {
+                 uint16_t queues = 1, bool rx_interrupts = false) {
     name_ = "net_virtio_user" + std::to_string(serial++);
     // Without mergeable buffers a frame must fit one mbuf: standard MTU.
     port_ = start_vdev_port(name_,
                             "path=" + socket_path(port_name) + ",queues=" + std::to_string(queues) +
                                 ",queue_size=256,mrg_rxbuf=" + (mrg ? "1" : "0"),
-                            queues, 0, tx_offloads, mrg ? 9000 : 1500);
+                            queues, 0, tx_offloads, mrg ? 9000 : 1500, rx_interrupts);
   }
   ~Guest() { stop_vdev_port(port_, name_); }
   uint16_t port() const { return port_; }
@@ -346,6 +346,35 @@ TEST_CASE("a guest that enables fewer queue pairs: every lcore's frames reach an
   CHECK(sw.get().totals(1).tx_packets == 24);
   CHECK(sw.get().totals(1).total_drops() == 0);
   CHECK(sw.get().totals(0).total_drops() == 0);
+}
+
+TEST_CASE("notify_coalesce: a guest asleep on its rx interrupt gets the deferred notification") {
+  RunningSwitch sw("version: 1\neal: {cores: \"0-1\"}\nports:\n" + vhost_port_yaml("nc0a") +
+                   vhost_port_yaml("nc0b", ", notify_coalesce: {packets: 32, usecs: 200}") +
+                   "lcores: [{lcore: 1, rx: auto}]\n"
+                   "forwarding: {mode: xconnect, pairs: [[nc0a, nc0b]]}\n");
+  Guest a("nc0a"), b("nc0b", true, 0, 1, /*rx_interrupts=*/true);
+  REQUIRE(sw.wait_link(0));
+  REQUIRE(sw.wait_link(1));
+  REQUIRE(rte_eth_dev_rx_intr_ctl_q(b.port(), 0, RTE_EPOLL_PER_THREAD, RTE_INTR_EVENT_ADD,
+                                    nullptr) == 0);
+  for (uint32_t round = 0; round < 5; ++round) {
+    INFO("round " << round);
+    REQUIRE(rte_eth_dev_rx_intr_enable(b.port(), 0) == 0);
+    rte_mbuf* m = make_packet(200, round);
+    REQUIRE(send_all(a.port(), 0, {m}) == 1);
+    // One frame, fewer than 32: its notification is deferred, then sent by the lcore's
+    // housekeeping once 200 us have passed. The guest sleeps until then.
+    rte_epoll_event event;
+    CHECK(rte_epoll_wait(RTE_EPOLL_PER_THREAD, &event, 1, 2000) == 1);
+    REQUIRE(rte_eth_dev_rx_intr_disable(b.port(), 0) == 0);
+    free_all(receive(b.port(), 0, 1));
+  }
+  (void)rte_eth_dev_rx_intr_ctl_q(b.port(), 0, RTE_EPOLL_PER_THREAD, RTE_INTR_EVENT_DEL, nullptr);
+  const PortTotals t = sw.get().totals(1);
+  CHECK(t.tx_packets == 5);
+  CHECK(t.guest_notifications_coalesced >= 5);
+  CHECK(t.guest_notifications >= 5);
 }
 
 // --- The kernel through net_tap: ping answered by a guest. ---

@@ -60,6 +60,13 @@ YAML
   for _ in $(seq 100); do [ -S "$work/vm1.sock" ] && break; sleep 0.1; done
   [ -S "$work/vm1.sock" ] || fail "run on $1: no socket at $work/vm1.sock"
   sleep 1.5
+  # DPDK's own telemetry client reads the switch's commands.
+  printf '/vqswitch/ports\n/vqswitch/queues,vm1\n' |
+    dpdk-telemetry.py -f "vqs-cli-$$" >"$work/telemetry.out" 2>&1 ||
+    fail "run on $1: dpdk-telemetry.py: $(tail -n 3 "$work/telemetry.out")"
+  grep -q '"vm1"' "$work/telemetry.out" || fail "run on $1: /vqswitch/ports: $(cat "$work/telemetry.out")"
+  grep -q '"rxq0"' "$work/telemetry.out" ||
+    fail "run on $1: /vqswitch/queues,vm1: $(cat "$work/telemetry.out")"
   kill -"$2" "$pid"
   wait "$pid"
   local rc=$?

@@ -1,11 +1,13 @@
 #include "dequeue.h"
 
+#include <rte_eal.h>
 #include <rte_ether.h>
 
 #include <cstring>
 
 #include "net_offload.h"
 #include "virtio_net_hdr.h"
+#include "zero_copy_lend.h"
 
 namespace vqs {
 namespace {
@@ -65,13 +67,21 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
   BurstResult result;
   if (!vq.ready()) return result;
   SplitRing& ring = vq.ring();
+  const uint16_t used_before = ring.last_used_idx();
+  // Lent chains whose mbufs were freed since the last burst go back to the guest with this one.
+  ZeroCopyTracker* const zero_copy = vq.zero_copy();
+  if (zero_copy != nullptr && zero_copy->completions_waiting()) zero_copy->reap(ring);
   uint16_t count = vq.avail_count();
   if (count > max_packets) count = max_packets;
-  if (count == 0) return result;
+  if (count == 0) {
+    vq.complete_burst(used_before);
+    return result;
+  }
 
   vq.prefetch_chains(count);
   QueueStats& stats = vq.stats();
-  const uint16_t used_before = ring.last_used_idx();
+  const uint32_t lend_min_len = zero_copy != nullptr ? vq.zero_copy_min_len() : UINT32_MAX;
+  const bool iova_is_va = rte_eal_iova_mode() == RTE_IOVA_VA;
   const uint32_t hdr_size = vq.features().net_hdr_size;
   const DescChainReader& reader = vq.chain_reader();
   IoVecList& iov = vq.iov_scratch();
@@ -93,11 +103,12 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
     }
     const uint16_t head = ring.avail_head(consumed);
     rte_mbuf* m = pkts[out];
-    // Fast path: one descriptor holding header and packet, the packet fitting one mbuf.
+    // Fast path: one descriptor holding header and packet, the packet fitting one mbuf, and too
+    // short to lend.
     uint32_t single_len = 0;
     const uint8_t* single = reader.single_buffer(head, ChainAccess::kDeviceReads, &single_len);
     if (single != nullptr && single_len >= hdr_size + RTE_ETHER_HDR_LEN &&
-        single_len - hdr_size <= rte_pktmbuf_tailroom(m)) {
+        single_len - hdr_size <= rte_pktmbuf_tailroom(m) && single_len - hdr_size < lend_min_len) {
       const uint32_t pkt_len = single_len - hdr_size;
       VirtioNetHdr hdr;
       std::memcpy(&hdr, single, sizeof(hdr));
@@ -110,6 +121,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
       ++out;
       result.bytes += pkt_len;
       stats.count_packet(pkt_len);
+      if (zero_copy != nullptr) ++stats.zero_copy_copied;
       if (result.bytes >= max_bytes) break;
       continue;
     }
@@ -130,6 +142,26 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
       IoVecCursor cursor(iov);
       cursor.read(&hdr, sizeof(hdr));  // legacy and 1.x share these 10 bytes
       cursor.skip(hdr_size - sizeof(hdr));
+      if (pkt_len >= lend_min_len) {
+        const LendResult lent =
+            lend_packet(iov, hdr_size, pkt_len, head, m, pool, *zero_copy, iova_is_va);
+        if (lent == LendResult::kLent) {
+          // The chain goes back to the guest when its last mbuf is freed, not now.
+          apply_guest_tx_offload(hdr, m);
+          ++out;
+          ++consumed;
+          result.bytes += pkt_len;
+          stats.count_packet(pkt_len);
+          ++stats.zero_copy_packets;
+          if (result.bytes >= max_bytes) break;
+          continue;
+        }
+        if (lent == LendResult::kPoolEmpty) {
+          pool_empty = true;
+          break;  // this packet stays in the guest's ring
+        }
+        if (lent == LendResult::kNoSlot) ++stats.zero_copy_limit_copies;
+      }
       const CopyResult copied = copy_chain_to_mbuf(cursor, pkt_len, m, pool);
       if (copied == CopyResult::kPoolEmpty) {
         pool_empty = true;
@@ -137,6 +169,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
       }
       if (copied == CopyResult::kOk) {
         apply_guest_tx_offload(hdr, m);
+        if (zero_copy != nullptr) ++stats.zero_copy_copied;
         ++out;
         result.bytes += pkt_len;
         stats.count_packet(pkt_len);

@@ -59,6 +59,12 @@ struct alignas(64) QueueStats {
   // Guest RX chains that failed validation, consumed with used.len = 0: not packet drops (the
   // packet went on to the next chain), but the guest lost a buffer.
   uint64_t invalid_rx_chains = 0;
+  // Guest TX with zero-copy on: packets lent (attached, not copied), packets copied (shorter than
+  // the minimum, not attachable, or no slot free), and of those copies, the ones forced by the
+  // in-flight limit.
+  uint64_t zero_copy_packets = 0;
+  uint64_t zero_copy_copied = 0;
+  uint64_t zero_copy_limit_copies = 0;
   // Times the guest corrupted the ring (avail index ahead by more than the ring size); the queue
   // is then not served until it is restarted.
   uint64_t ring_broken = 0;

@@ -15,6 +15,8 @@ bool VirtQueue::start(const Setup& setup) {
       DescChainReader(setup.addrs.desc, setup.addrs.size, setup.memory, features_.indirect_desc);
   callfd_ = setup.callfd;
   broken_counted_ = false;
+  zero_copy_ = setup.zero_copy;
+  zero_copy_min_len_ = setup.zero_copy_min_len;
   if (setup.notify)
     notifier_.start(*setup.notify, setup.addrs.size, setup.tsc_hz);
   else
@@ -29,6 +31,7 @@ void VirtQueue::stop() {
   notifier_.reset();
   ring_.detach();
   callfd_ = -1;
+  zero_copy_ = nullptr;
 }
 
 void VirtQueue::complete_burst(uint16_t used_before) {

@@ -1,0 +1,36 @@
+// Guest TX zero-copy: a packet whose first bytes are copied into the mbuf (the headers the rest of
+// the system parses and may rewrite then live in our memory, and the guest cannot change them
+// after they were checked) and whose payload is the guest's own buffers, attached as external
+// buffers under a slot lent by the queue's ZeroCopyTracker.
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <cstdint>
+
+#include "io_vec.h"
+#include "zero_copy_tracker.h"
+
+namespace vqs {
+
+// Bytes copied into the head mbuf: Ethernet, a VLAN tag, IPv6 and a TCP header with options.
+constexpr uint32_t kZeroCopyHeadLen = 128;
+// Payload pieces (guest buffers, split at memory-region boundaries) one packet may lend.
+constexpr uint32_t kZeroCopyMaxPieces = 64;
+
+enum class LendResult {
+  kLent,
+  kNoSlot,         // the tracker's limit is reached: copy (and count it)
+  kNotAttachable,  // no payload beyond the head, a piece over 64 KiB, or too many pieces: copy
+  kPoolEmpty,      // no mbufs for the pieces: the packet stays in the ring
+};
+
+// Builds `head` (a fresh mbuf from `pool`) as the packet in `chain` after its `hdr_size`-byte
+// virtio-net header, `pkt_len` bytes, lending the chain at descriptor `desc_head`. `iova_is_va`:
+// EAL's IOVA mode is VA, so the guest buffers' addresses are their IOVAs (else RTE_BAD_IOVA).
+// On any result but kLent, `head` is unchanged and nothing is lent.
+LendResult lend_packet(const IoVecList& chain, uint32_t hdr_size, uint32_t pkt_len,
+                       uint16_t desc_head, rte_mbuf* head, rte_mempool* pool,
+                       ZeroCopyTracker& tracker, bool iova_is_va);
+
+}  // namespace vqs

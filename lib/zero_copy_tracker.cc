@@ -1,0 +1,90 @@
+#include "zero_copy_tracker.h"
+
+namespace vqs {
+
+ZeroCopyTracker::ZeroCopyTracker() {
+  for (uint16_t i = 0; i < kMaxSlots; ++i) {
+    Slot& s = slots_[i];
+    s.shinfo.free_cb = on_free;
+    s.shinfo.fcb_opaque = &s;
+    s.tracker = this;
+    s.index = static_cast<uint8_t>(i);
+  }
+  free_[0] = free_[1] = ~uint64_t{0};
+}
+
+void ZeroCopyTracker::on_free(void* /*addr*/, void* opaque) {
+  Slot* s = static_cast<Slot*>(opaque);
+  // Release: the consumer's last read of the buffer happens before the guest may reuse it.
+  s->tracker->done_[s->index >> 6].fetch_or(uint64_t{1} << (s->index & 63),
+                                            std::memory_order_release);
+}
+
+rte_mbuf_ext_shared_info* ZeroCopyTracker::lend(uint16_t head, uint16_t segments) {
+  const uint16_t lent = in_flight_.load(std::memory_order_relaxed);
+  if (lent >= limit_) return nullptr;
+  const int word = free_[0] != 0 ? 0 : 1;
+  if (free_[word] == 0) return nullptr;  // every slot lent (limit_ is at most kMaxSlots)
+  const int bit = __builtin_ctzll(free_[word]);
+  free_[word] &= ~(uint64_t{1} << bit);
+  Slot& s = slots_[word * 64 + bit];
+  s.head = head;
+  s.orphan = false;
+  rte_mbuf_ext_refcnt_set(&s.shinfo, segments);
+  in_flight_.store(static_cast<uint16_t>(lent + 1), std::memory_order_relaxed);
+  return &s.shinfo;
+}
+
+void ZeroCopyTracker::cancel(rte_mbuf_ext_shared_info* shinfo) {
+  Slot* s = reinterpret_cast<Slot*>(shinfo);
+  free_[s->index >> 6] |= uint64_t{1} << (s->index & 63);
+  in_flight_.store(static_cast<uint16_t>(in_flight_.load(std::memory_order_relaxed) - 1),
+                   std::memory_order_relaxed);
+}
+
+void ZeroCopyTracker::orphan_lent() {
+  for (int word = 0; word < 2; ++word) {
+    uint64_t lent = ~free_[word];
+    while (lent != 0) {
+      const int bit = __builtin_ctzll(lent);
+      lent &= lent - 1;
+      slots_[word * 64 + bit].orphan = true;
+    }
+  }
+}
+
+template <typename PutUsed>
+uint16_t ZeroCopyTracker::reap_with(PutUsed&& put_used) {
+  uint16_t returned = 0;
+  uint16_t freed = 0;
+  for (int word = 0; word < 2; ++word) {
+    if (done_[word].load(std::memory_order_relaxed) == 0) continue;
+    uint64_t done = done_[word].exchange(0, std::memory_order_acquire);
+    free_[word] |= done;
+    while (done != 0) {
+      const int bit = __builtin_ctzll(done);
+      done &= done - 1;
+      const Slot& s = slots_[word * 64 + bit];
+      ++freed;
+      if (!s.orphan) {
+        put_used(s.head);
+        ++returned;
+      }
+    }
+  }
+  if (freed != 0)
+    in_flight_.store(static_cast<uint16_t>(in_flight_.load(std::memory_order_relaxed) - freed),
+                     std::memory_order_relaxed);
+  return returned;
+}
+
+uint16_t ZeroCopyTracker::reap(SplitRing& ring) {
+  return reap_with([&ring](uint16_t head) { ring.put_used(head, 0); });
+}
+
+void ZeroCopyTracker::reap_orphans_only() {
+  orphan_lent();
+  reap_with([](uint16_t) {});
+}
+
+}  // namespace vqs

@@ -1,0 +1,85 @@
+// Guest TX buffers lent to the rest of the system (dequeue zero-copy). Per virtqueue at most
+// `limit()` chains are lent at a time, each to the mbufs attached to it as external buffers, with
+// one shared-info slot per chain. Whoever frees the chain's last mbuf (any lcore or thread) marks
+// the slot done with one atomic OR; the owning lcore reaps done slots into the used ring in its
+// next burst. Used entries of a split ring may come in any order (we never offer IN_ORDER), so
+// completion order does not matter.
+//
+// Slot reuse: a slot is handed out again only after its completion has been reaped, so a late
+// completion can never be taken for a newer chain's. When the ring stops with chains still lent,
+// those slots are orphaned: their completion, whenever it comes, frees the slot without touching
+// any ring (the ring of that session is gone).
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "split_ring.h"
+
+namespace vqs {
+
+class ZeroCopyTracker {
+ public:
+  static constexpr uint16_t kMaxSlots = 128;
+
+  // min(128, ring size / 4): a quarter of the guest's ring at most is ever lent, so a consumer
+  // that holds its mbufs cannot starve the guest of TX buffers.
+  static uint16_t limit_for_ring(uint16_t ring_size) {
+    const uint16_t quarter = static_cast<uint16_t>(ring_size / 4);
+    return quarter < kMaxSlots ? quarter : kMaxSlots;
+  }
+
+  ZeroCopyTracker();
+  ZeroCopyTracker(const ZeroCopyTracker&) = delete;
+  ZeroCopyTracker& operator=(const ZeroCopyTracker&) = delete;
+
+  // Owner, when the ring starts: the limit for its size. Orphans of earlier sessions still count
+  // against it until they complete.
+  void start(uint16_t ring_size) { limit_ = limit_for_ring(ring_size); }
+  // Owner, when the ring stops: chains still lent will not be returned to this ring.
+  void orphan_lent();
+
+  // Owner: lends a slot for the chain at `head`, whose packet is attached to `segments` mbufs.
+  // nullptr when limit() chains are lent: the caller copies instead.
+  rte_mbuf_ext_shared_info* lend(uint16_t head, uint16_t segments);
+  // Owner: undoes lend() for a chain whose mbufs were never handed out (attach failed midway).
+  void cancel(rte_mbuf_ext_shared_info* shinfo);
+
+  // Any thread: whether completions wait to be reaped (a cheap check before reap()).
+  bool completions_waiting() const {
+    return (done_[0].load(std::memory_order_relaxed) | done_[1].load(std::memory_order_relaxed)) !=
+           0;
+  }
+  // Owner: puts the heads of completed chains on `ring` (used.len 0: the device wrote nothing)
+  // and frees their slots; orphans are freed only. Returns the entries put on the ring.
+  uint16_t reap(SplitRing& ring);
+  // Owner: frees completed slots without touching a ring (nothing attached, e.g. at teardown).
+  void reap_orphans_only();
+
+  uint16_t limit() const { return limit_; }
+  // Chains lent now, orphans included. Owner; other threads read a recent value.
+  uint16_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Slot {
+    rte_mbuf_ext_shared_info shinfo;  // first: the free callback gets the slot from its opaque
+    ZeroCopyTracker* tracker = nullptr;
+    uint16_t head = 0;
+    uint8_t index = 0;
+    bool orphan = false;
+  };
+  static void on_free(void* addr, void* opaque);
+  template <typename PutUsed>
+  uint16_t reap_with(PutUsed&& put_used);
+
+  Slot slots_[kMaxSlots];
+  uint64_t free_[2];  // owner: slots that may be lent
+  std::atomic<uint16_t> in_flight_{0};
+  uint16_t limit_ = 0;
+  // Written by whichever thread frees an mbuf: a line of its own.
+  alignas(64) std::atomic<uint64_t> done_[2]{};
+};
+
+}  // namespace vqs

@@ -1,0 +1,224 @@
+// Dequeue zero-copy: lending guest TX buffers as external mbuf buffers, the in-flight limit and
+// its copy fallback, completions in any order and from any thread, the used ring afterwards.
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "datapath_fixture.h"
+#include "zero_copy_lend.h"
+#include "zero_copy_tracker.h"
+
+using namespace vqs;
+using namespace vqs::test;
+
+namespace {
+
+// A device whose TX queue lends packets of at least `min_len` bytes through `tracker`.
+struct ZeroCopyDevice : Device {
+  explicit ZeroCopyDevice(uint16_t ring_size = 256, uint32_t min_len = kDefaultZeroCopyMinLen)
+      : Device(kModernFeatures, ring_size) {
+    txq.stop();
+    VirtQueue::Setup setup = tx.setup();
+    setup.zero_copy = &tracker;
+    setup.zero_copy_min_len = min_len;
+    tracker.start(ring_size);
+    REQUIRE(txq.start(setup));
+  }
+  ~ZeroCopyDevice() {
+    free_all();
+    tracker.reap_orphans_only();
+  }
+  // Sends `n` frames of `size` bytes (seeds from `seed`), each laid out as `layout` says.
+  void send(int n, uint32_t size, uint32_t seed = 0, const TxLayout& layout = {}) {
+    for (int i = 0; i < n; ++i) {
+      SimPacket p;
+      p.data = make_frame(size, seed + static_cast<uint32_t>(i));
+      REQUIRE(tx.send(p, layout) != UINT16_MAX);
+    }
+  }
+  static bool lent(const rte_mbuf* m) { return m->nb_segs > 1 && RTE_MBUF_HAS_EXTBUF(m->next); }
+
+  ZeroCopyTracker tracker;
+};
+
+}  // namespace
+
+TEST_CASE("zero-copy: packets from the minimum length on are lent, shorter ones copied") {
+  ZeroCopyDevice dev;
+  dev.send(3, 100, 0);
+  dev.send(3, 1000, 10);
+  dev.send(1, 255, 20);
+  dev.send(1, 256, 30);
+  const auto pkts = dev.dequeue();
+  REQUIRE(pkts.size() == 8);
+  for (size_t i = 0; i < pkts.size(); ++i) {
+    INFO("packet " << i);
+    const uint32_t seed = i < 3    ? static_cast<uint32_t>(i)
+                          : i < 6  ? 10 + (i - 3)
+                          : i == 6 ? 20
+                                   : 30;
+    CHECK(mbuf_bytes(pkts[i]) == make_frame(pkts[i]->pkt_len, seed));
+    const bool should_lend = pkts[i]->pkt_len >= 256;
+    CHECK(ZeroCopyDevice::lent(pkts[i]) == should_lend);
+    if (should_lend) {
+      // The head is ours (headers copied, direct), the payload the guest's buffer.
+      CHECK(RTE_MBUF_DIRECT(pkts[i]));
+      CHECK(pkts[i]->data_len == kZeroCopyHeadLen);
+    }
+  }
+  CHECK(dev.txq.stats().zero_copy_packets == 4);
+  CHECK(dev.txq.stats().zero_copy_copied == 4);
+  CHECK(dev.txq.stats().zero_copy_limit_copies == 0);
+  CHECK(dev.tracker.in_flight() == 4);
+  // Only the copies' chains are back with the guest.
+  CHECK(dev.tx.take_used().size() == 4);
+
+  // Freed in another order than lent: each chain comes back once, with the next burst (which
+  // finds nothing new to take).
+  for (size_t i : {7u, 4u, 3u, 5u}) dev.release(pkts[i]);
+  CHECK(dev.tracker.completions_waiting());
+  CHECK(dev.dequeue().empty());
+  const auto used = dev.tx.take_used();
+  CHECK(used.size() == 4);
+  for (const VringUsedElem& u : used) CHECK(u.len == 0);
+  CHECK(dev.tracker.in_flight() == 0);
+  CHECK_FALSE(dev.tracker.completions_waiting());
+}
+
+TEST_CASE("zero-copy: a chain returns only when the last of its mbufs is freed") {
+  ZeroCopyDevice dev;
+  TxLayout layout;
+  layout.separate_header = true;
+  layout.data_pieces = 4;
+  dev.send(1, 3000, 5, layout);
+  auto pkts = dev.dequeue();
+  REQUIRE(pkts.size() == 1);
+  rte_mbuf* m = pkts[0];
+  CHECK(mbuf_bytes(m) == make_frame(3000, 5));
+  // The head, then one external segment per data descriptor (the header descriptor is not part
+  // of the packet).
+  REQUIRE(m->nb_segs == 5);
+  std::vector<rte_mbuf*> segs;
+  for (rte_mbuf* s = m; s != nullptr; s = s->next) segs.push_back(s);
+  for (auto& h : dev.held) h = nullptr;  // freed segment by segment below
+  for (size_t i = 0; i + 1 < segs.size(); ++i) {
+    segs[i]->next = nullptr;
+    rte_pktmbuf_free_seg(segs[i]);
+    CHECK(dev.dequeue().empty());
+    CHECK(dev.tx.take_used().empty());
+  }
+  rte_pktmbuf_free_seg(segs.back());
+  CHECK(dev.dequeue().empty());
+  CHECK(dev.tx.take_used().size() == 1);
+}
+
+TEST_CASE("zero-copy: buffers crossing guest memory regions are lent piece by piece") {
+  ZeroCopyDevice dev;
+  TxLayout layout;
+  layout.cross_region = true;
+  dev.send(1, 4000, 9, layout);
+  const auto pkts = dev.dequeue();
+  REQUIRE(pkts.size() == 1);
+  CHECK(ZeroCopyDevice::lent(pkts[0]));
+  CHECK(pkts[0]->nb_segs >= 3);  // head, then at least a piece in each region
+  CHECK(mbuf_bytes(pkts[0]) == make_frame(4000, 9));
+}
+
+TEST_CASE("zero-copy: never more than min(128, ring/4) in flight; beyond it packets are copied") {
+  for (uint16_t ring : {uint16_t{64}, uint16_t{256}, uint16_t{1024}}) {
+    INFO("ring " << ring);
+    ZeroCopyDevice dev(ring);
+    const uint16_t limit = std::min<uint16_t>(128, ring / 4);
+    CHECK(dev.tracker.limit() == limit);
+    // A consumer that frees nothing: the guest keeps sending, all of it flows.
+    uint32_t taken = 0;
+    for (int round = 0; round < 4; ++round) {
+      dev.send(ring / 2, 600, static_cast<uint32_t>(round * 1000));
+      const auto pkts = dev.dequeue(ring);
+      CHECK(pkts.size() == ring / 2u);
+      taken += static_cast<uint32_t>(pkts.size());
+      CHECK(dev.tracker.in_flight() == limit);
+      dev.tx.take_used();  // the copies come back at once
+    }
+    CHECK(dev.txq.stats().zero_copy_packets == limit);
+    CHECK(dev.txq.stats().zero_copy_copied == taken - limit);
+    CHECK(dev.txq.stats().zero_copy_limit_copies == taken - limit);
+    // Once released, lending resumes.
+    dev.free_all();
+    dev.send(4, 600);
+    CHECK(dev.dequeue().size() == 4);
+    CHECK(dev.txq.stats().zero_copy_packets == limit + 4u);
+  }
+}
+
+TEST_CASE("zero-copy: completions from another thread in random order; each chain back once") {
+  ZeroCopyDevice dev(1024);
+  std::atomic<bool> done{false};
+  std::vector<rte_mbuf*> handed;
+  std::mutex handed_mutex;
+  // The consumer: frees what it is handed, shuffled, from its own thread.
+  std::thread consumer([&] {
+    std::mt19937 rng(7);
+    while (true) {
+      std::vector<rte_mbuf*> batch;
+      {
+        std::lock_guard lock(handed_mutex);
+        batch.swap(handed);
+      }
+      if (batch.empty()) {
+        if (done.load()) break;
+        std::this_thread::yield();
+        continue;
+      }
+      std::shuffle(batch.begin(), batch.end(), rng);
+      for (rte_mbuf* m : batch) rte_pktmbuf_free(m);
+    }
+  });
+  std::multiset<uint16_t> returned;
+  uint32_t sent = 0;
+  for (int round = 0; round < 200; ++round) {
+    if (dev.tx.free_descs() >= 64) {
+      dev.send(32, 300 + round % 700, static_cast<uint32_t>(round));
+      sent += 32;
+    }
+    auto pkts = dev.dequeue(64);
+    CHECK(dev.tracker.in_flight() <= dev.tracker.limit());
+    dev.held.clear();  // the consumer owns them now
+    {
+      std::lock_guard lock(handed_mutex);
+      handed.insert(handed.end(), pkts.begin(), pkts.end());
+    }
+    for (const VringUsedElem& u : dev.tx.take_used()) returned.insert(static_cast<uint16_t>(u.id));
+  }
+  done.store(true);
+  consumer.join();
+  // Whatever completed after the last burst comes back with the next ones.
+  for (int i = 0; i < 3; ++i) {
+    dev.dequeue();
+    for (const VringUsedElem& u : dev.tx.take_used()) returned.insert(static_cast<uint16_t>(u.id));
+  }
+  CHECK(returned.size() == sent);
+  // Slots were reused: more were lent than the limit allows at once.
+  CHECK(dev.txq.stats().zero_copy_packets > dev.tracker.limit());
+  CHECK(dev.tracker.in_flight() == 0);
+  CHECK(dev.tx.free_descs() == 1024);  // every descriptor is the guest's again
+}
+
+TEST_CASE("zero-copy: chains still lent when the ring stops are orphaned, never returned to it") {
+  ZeroCopyDevice dev;
+  dev.send(3, 1000);
+  const auto pkts = dev.dequeue();
+  REQUIRE(pkts.size() == 3);
+  dev.txq.stop();
+  dev.tracker.orphan_lent();
+  dev.free_all();
+  CHECK(dev.tracker.completions_waiting());
+  dev.tracker.reap_orphans_only();
+  CHECK(dev.tracker.in_flight() == 0);
+  CHECK(dev.tx.take_used().empty());
+}

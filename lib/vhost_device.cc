@@ -66,6 +66,12 @@ auto with_device(int vid, Fn&& fn) {
 
 constexpr uint32_t kGetQueueNum = 17;  // VHOST_USER_GET_QUEUE_NUM
 
+// How long a stopping guest TX vring waits for its lent buffers to come back before the ring's
+// indices are handed over (on librte_vhost's thread, which serves every device: short), and how
+// long the device's teardown waits before it leaves a tracker allocated.
+constexpr uint64_t kLentStopWaitMs = 50;
+constexpr uint64_t kLentTeardownWaitMs = 1000;
+
 // The start of a vhost-user message as the hooks receive it (vhost-user specification, "Message
 // format": request, flags, size, then the payload; a u64 payload right after the 12-byte header,
 // as librte_vhost 22.11's packed VhostUserMsg lays it out). Only what we read and write.
@@ -178,7 +184,11 @@ uint64_t handled_protocol_features() {
 }
 
 VhostDevice::VhostDevice(const VhostDeviceOptions& options, Listener* listener)
-    : options_(options), listener_(listener), vrings_(new Vring[2 * options.queue_pairs]) {}
+    : options_(options), listener_(listener), vrings_(new Vring[2 * options.queue_pairs]) {
+  if (options.zero_copy)
+    for (uint16_t q = 0; q < options.queue_pairs; ++q)
+      vrings_[2 * q + 1].zero_copy = std::make_unique<ZeroCopyTracker>();
+}
 
 std::unique_ptr<VhostDevice> VhostDevice::create(const VhostDeviceOptions& options,
                                                  Listener* listener, std::string* error) {
@@ -241,6 +251,26 @@ VhostDevice::~VhostDevice() {
     registry().erase(options_.path);
   }
   rte_vhost_driver_unregister(options_.path.c_str());
+  // Chains still lent: their mbufs call back into the trackers when freed, so a tracker is
+  // freed only once its chains completed (waited for, bounded); otherwise it is left allocated,
+  // with the mappings it holds, rather than freed under a consumer.
+  const uint64_t deadline =
+      rte_get_timer_cycles() + rte_get_timer_hz() * kLentTeardownWaitMs / 1000;
+  for (uint16_t i = 0; i < vring_count(); ++i) {
+    std::unique_ptr<ZeroCopyTracker>& zc = vrings_[i].zero_copy;
+    if (zc == nullptr) continue;
+    zc->reap_orphans_only();
+    while (zc->in_flight() > 0 && rte_get_timer_cycles() < deadline) {
+      rte_delay_us_sleep(1000);
+      zc->reap_orphans_only();
+    }
+    if (zc->in_flight() > 0) {
+      VQS_LOG(WARNING, "%s: vring %u: %u zero-copy buffers still held at teardown; left mapped",
+              path().c_str(), i, zc->in_flight());
+      (void)zc.release();
+    }
+  }
+  if (mapping_ != nullptr) mapping_->release();
 }
 
 void VhostDevice::set_datapath_enabled(bool enabled) {
@@ -379,9 +409,27 @@ bool VhostDevice::on_message(int vid, uint32_t request, bool after, uint64_t* re
 bool VhostDevice::load_memory_locked() {
   rte_vhost_memory* table = nullptr;
   memory_.clear();
+  if (mapping_ != nullptr) {
+    mapping_->release();  // trackers with chains lent from it keep it
+    mapping_ = nullptr;
+  }
   if (rte_vhost_get_mem_table(vid_, &table) != 0) {
     VQS_LOG(ERR, "%s: no guest memory table", path().c_str());
     return false;
+  }
+  if (options_.zero_copy) {
+    // Our own mapping of the region fds: lent buffers outlive librte_vhost's.
+    std::vector<GuestMapping::Region> regions;
+    for (uint32_t i = 0; i < table->nregions; ++i) {
+      const rte_vhost_mem_region& r = table->regions[i];
+      regions.push_back({r.guest_phys_addr, r.size, r.fd, r.mmap_size,
+                         r.host_user_addr - reinterpret_cast<uint64_t>(r.mmap_addr)});
+    }
+    std::free(table);
+    std::string error;
+    mapping_ = GuestMapping::create(regions, &memory_, &error);
+    if (mapping_ == nullptr) VQS_LOG(ERR, "%s: guest memory: %s", path().c_str(), error.c_str());
+    return mapping_ != nullptr;
   }
   bool ok = true;
   for (uint32_t i = 0; i < table->nregions; ++i) {
@@ -425,11 +473,17 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
   setup.features = negotiated_features();
   setup.memory = &memory_;
   setup.callfd = vr.callfd;
+  Vring& v = vrings_[index];
+  if (v.zero_copy != nullptr) {
+    v.zero_copy->start(vr.size);
+    v.zero_copy->set_mapping(mapping_);
+    setup.zero_copy = v.zero_copy.get();
+    setup.zero_copy_min_len = options_.zero_copy_min_len;
+  }
   if (index % 2 == 0) {  // guest RX: we enqueue, the policy applies
     setup.notify = options_.notify;
     setup.tsc_hz = rte_get_tsc_hz();
   }
-  Vring& v = vrings_[index];
   if (!v.queue.start(setup)) {
     VQS_LOG(ERR, "%s: vring %u: unusable ring (size %u)", path().c_str(), index, vr.size);
     return false;
@@ -483,12 +537,37 @@ void VhostDevice::stop_vring_locked(uint16_t index) {
   v.gate.close();
   watch_kickfd_locked(v, false);
   v.kickfd = -1;
+  if (v.zero_copy != nullptr) return_lent_locked(v);
   // GET_VRING_BASE replies with librte_vhost's copy of the indices: keep it current.
   const SplitRing& ring = v.queue.ring();
   rte_vhost_set_vring_base(vid_, index, ring.last_avail_idx(), ring.last_used_idx());
   v.queue.stop();
   v.ring_size.store(0, std::memory_order_relaxed);
   v.started = false;
+  if (v.zero_copy != nullptr) {
+    // The session is over (device stopped or gone): what is still lent never comes back to this
+    // ring. Otherwise (a message being handled, the queue disabled) it does, after the restart.
+    if (!running_) v.zero_copy->orphan_lent();
+    v.zero_copy->set_mapping(nullptr);
+  }
+}
+
+void VhostDevice::return_lent_locked(Vring& v) {
+  ZeroCopyTracker& zc = *v.zero_copy;
+  SplitRing& ring = v.queue.ring();
+  if (!ring.attached()) return;
+  const uint16_t used_before = ring.last_used_idx();
+  const uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() * kLentStopWaitMs / 1000;
+  // The gate is closed: this thread is the queue's owner now.
+  while (true) {
+    if (zc.completions_waiting()) zc.reap(ring);
+    if (zc.in_flight() == 0 || rte_get_timer_cycles() >= deadline) break;
+    rte_delay_us_sleep(100);
+  }
+  v.queue.complete_burst(used_before);
+  if (zc.in_flight() > 0)
+    VQS_LOG(WARNING, "%s: %u zero-copy buffers still held when the ring stopped", path().c_str(),
+            zc.in_flight());
 }
 
 }  // namespace vqs

@@ -14,10 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "guest_mapping.h"
 #include "guest_memory.h"
 #include "notify_policy.h"
 #include "queue_gate.h"
 #include "virtqueue.h"
+#include "zero_copy_tracker.h"
 
 namespace vqs {
 
@@ -31,6 +33,10 @@ struct VhostDeviceOptions {
   bool reconnect = true;     // client mode: reconnect when the peer goes away
   bool tso = false;          // offer HOST/GUEST_TSO4/6
   NotifyPolicy notify;       // for each guest RX vring (2q), applied when it starts
+  // Guest TX: lend packets of at least zero_copy_min_len bytes instead of copying them, at most
+  // min(128, ring size / 4) per vring at a time (see ZeroCopyTracker).
+  bool zero_copy = false;
+  uint32_t zero_copy_min_len = kDefaultZeroCopyMinLen;
 };
 
 // The virtio features we offer, and the vhost-user protocol features we handle.
@@ -100,6 +106,15 @@ class VhostDevice {
   // Counters of a vring, kept across guest reconnects. Read from any thread (monitoring): the
   // values may be a burst old.
   const QueueStats& stats(uint16_t vring) const { return vrings_[vring].queue.stats(); }
+  // Guest TX vring `vring` with zero-copy: chains lent now and the limit (0 without zero-copy).
+  uint16_t zero_copy_in_flight(uint16_t vring) const {
+    return vrings_[vring].zero_copy ? vrings_[vring].zero_copy->in_flight() : 0;
+  }
+  uint16_t zero_copy_limit(uint16_t vring) const {
+    return vrings_[vring].zero_copy ? vrings_[vring].zero_copy->limit() : 0;
+  }
+  bool zero_copy_enabled(uint16_t vring) const { return vrings_[vring].zero_copy != nullptr; }
+  uint32_t zero_copy_min_len() const { return options_.zero_copy_min_len; }
   // Vrings the guest enabled beyond the queue pairs we serve (a configuration mismatch that
   // GET_QUEUE_NUM does not prevent with a frontend that does not ask it, e.g. virtio_user).
   uint64_t unserved_vring_enables() const { return unserved_vring_enables_.load(); }
@@ -123,8 +138,12 @@ class VhostDevice {
     int kickfd = -1;       // the guest's, while started
     int waiter_epfd = -1;  // the owner's epoll fd that kickfd is registered in
     std::atomic<bool> kicks_armed{false};
-    std::atomic<uint16_t> ring_size{0};  // the guest's, while started
+    std::atomic<uint16_t> ring_size{0};          // the guest's, while started
+    std::unique_ptr<ZeroCopyTracker> zero_copy;  // guest TX vrings, with options.zero_copy
   };
+  // Stopping a guest TX vring with chains lent: waits (bounded) for their completions and returns
+  // them to the guest before the ring's indices are handed back.
+  void return_lent_locked(Vring& v);
 
   explicit VhostDevice(const VhostDeviceOptions& options, Listener* listener);
   // Brings every vring to the state the flags below ask for. Called with mutex_ held.
@@ -147,6 +166,7 @@ class VhostDevice {
   bool suspended_ = false;         // inside a message that changes what the rings point to
   bool datapath_enabled_ = false;  // the owner's switch
   GuestMemory memory_;
+  GuestMapping* mapping_ = nullptr;  // with zero-copy: our own mapping behind memory_
   std::atomic<uint64_t> features_{0};
   std::atomic<bool> link_up_{false};
   std::atomic<uint64_t> unserved_vring_enables_{0};

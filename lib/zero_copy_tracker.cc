@@ -30,6 +30,9 @@ rte_mbuf_ext_shared_info* ZeroCopyTracker::lend(uint16_t head, uint16_t segments
   Slot& s = slots_[word * 64 + bit];
   s.head = head;
   s.orphan = false;
+  s.mapping = mapping_;
+  s.own_ref = false;
+  if (mapping_ != nullptr && lent_from_mapping_++ == 0) mapping_->retain();
   rte_mbuf_ext_refcnt_set(&s.shinfo, segments);
   in_flight_.store(static_cast<uint16_t>(lent + 1), std::memory_order_relaxed);
   return &s.shinfo;
@@ -37,6 +40,7 @@ rte_mbuf_ext_shared_info* ZeroCopyTracker::lend(uint16_t head, uint16_t segments
 
 void ZeroCopyTracker::cancel(rte_mbuf_ext_shared_info* shinfo) {
   Slot* s = reinterpret_cast<Slot*>(shinfo);
+  drop_mapping_ref(*s);
   free_[s->index >> 6] |= uint64_t{1} << (s->index & 63);
   in_flight_.store(static_cast<uint16_t>(in_flight_.load(std::memory_order_relaxed) - 1),
                    std::memory_order_relaxed);
@@ -53,6 +57,37 @@ void ZeroCopyTracker::orphan_lent() {
   }
 }
 
+void ZeroCopyTracker::drop_mapping_ref(Slot& s) {
+  if (s.own_ref) {
+    s.mapping->release();  // may unmap an earlier session's memory: its last user is gone
+  } else if (s.mapping != nullptr && --lent_from_mapping_ == 0) {
+    mapping_->release();
+  }
+  s.mapping = nullptr;
+  s.own_ref = false;
+}
+
+void ZeroCopyTracker::set_mapping(GuestMapping* mapping) {
+  if (mapping == mapping_) return;
+  if (mapping_ != nullptr && lent_from_mapping_ > 0) {
+    // Chains lent from the old mapping keep it, each with its own reference.
+    for (int word = 0; word < 2; ++word) {
+      uint64_t lent = ~free_[word];
+      while (lent != 0) {
+        const int bit = __builtin_ctzll(lent);
+        lent &= lent - 1;
+        Slot& s = slots_[word * 64 + bit];
+        if (s.own_ref || s.mapping == nullptr) continue;
+        mapping_->retain();
+        s.own_ref = true;
+      }
+    }
+    mapping_->release();
+  }
+  mapping_ = mapping;
+  lent_from_mapping_ = 0;
+}
+
 template <typename PutUsed>
 uint16_t ZeroCopyTracker::reap_with(PutUsed&& put_used) {
   uint16_t returned = 0;
@@ -64,8 +99,9 @@ uint16_t ZeroCopyTracker::reap_with(PutUsed&& put_used) {
     while (done != 0) {
       const int bit = __builtin_ctzll(done);
       done &= done - 1;
-      const Slot& s = slots_[word * 64 + bit];
+      Slot& s = slots_[word * 64 + bit];
       ++freed;
+      drop_mapping_ref(s);
       if (!s.orphan) {
         put_used(s.head);
         ++returned;

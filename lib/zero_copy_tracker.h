@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "guest_mapping.h"
 #include "split_ring.h"
 
 namespace vqs {
@@ -40,6 +41,10 @@ class ZeroCopyTracker {
   void start(uint16_t ring_size) { limit_ = limit_for_ring(ring_size); }
   // Owner, when the ring stops: chains still lent will not be returned to this ring.
   void orphan_lent();
+  // Owner (the ring stopped): the guest mapping chains are lent from from now on; nullptr when
+  // the memory outlives every lent mbuf anyway (tests). While chains are lent from a mapping, the
+  // tracker holds a reference to it, so the memory stays mapped until the last one completes.
+  void set_mapping(GuestMapping* mapping);
 
   // Owner: lends a slot for the chain at `head`, whose packet is attached to `segments` mbufs.
   // nullptr when limit() chains are lent: the caller copies instead.
@@ -66,11 +71,14 @@ class ZeroCopyTracker {
   struct Slot {
     rte_mbuf_ext_shared_info shinfo;  // first: the free callback gets the slot from its opaque
     ZeroCopyTracker* tracker = nullptr;
+    GuestMapping* mapping = nullptr;  // the chain's memory (nullptr: not ours to keep)
+    bool own_ref = false;             // holds its own reference to `mapping` (lent before a remap)
     uint16_t head = 0;
     uint8_t index = 0;
     bool orphan = false;
   };
   static void on_free(void* addr, void* opaque);
+  void drop_mapping_ref(Slot& s);
   template <typename PutUsed>
   uint16_t reap_with(PutUsed&& put_used);
 
@@ -78,6 +86,8 @@ class ZeroCopyTracker {
   uint64_t free_[2];  // owner: slots that may be lent
   std::atomic<uint16_t> in_flight_{0};
   uint16_t limit_ = 0;
+  GuestMapping* mapping_ = nullptr;
+  uint16_t lent_from_mapping_ = 0;  // lent slots covered by the one reference held to mapping_
   // Written by whichever thread frees an mbuf: a line of its own.
   alignas(64) std::atomic<uint64_t> done_[2]{};
 };

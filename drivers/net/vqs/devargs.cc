@@ -13,7 +13,7 @@ namespace {
 
 constexpr const char* kValidKeys =
     "iface, queues, client, reconnect, tso, notify_coalesce_packets, notify_coalesce_usecs, "
-    "refill_threshold";
+    "refill_threshold, zerocopy, zerocopy_min_len";
 
 bool parse_uint(const char* text, uint64_t max, uint64_t* out) {
   if (text == nullptr || *text == '\0' || *text == '-' || *text == '+') return false;
@@ -78,6 +78,12 @@ std::optional<VhostDeviceOptions> parse_devargs(const char* args, std::string* e
       if (!parse_uint(value, NotifyPolicy::kMaxRefillThreshold, &n))
         return bad("must be 0..32768 (0: min(64, ring size) / 2)");
       options.notify.refill_threshold = static_cast<uint32_t>(n);
+    } else if (key == "zerocopy") {
+      if (!parse_uint(value, 1, &n)) return bad("must be 0 or 1");
+      options.zero_copy = n == 1;
+    } else if (key == "zerocopy_min_len") {
+      if (!parse_uint(value, UINT16_MAX, &n) || n < 64) return bad("must be 64..65535 (bytes)");
+      options.zero_copy_min_len = static_cast<uint32_t>(n);
     } else {
       *error = "unknown devarg '" + key + "' (valid: " + kValidKeys + ")";
       return std::nullopt;
@@ -89,6 +95,10 @@ std::optional<VhostDeviceOptions> parse_devargs(const char* args, std::string* e
   }
   if (seen.count("reconnect") && !options.client) {
     *error = "devarg 'reconnect' applies to client mode only (add client=1)";
+    return std::nullopt;
+  }
+  if (seen.count("zerocopy_min_len") && !options.zero_copy) {
+    *error = "devarg 'zerocopy_min_len' applies with zero-copy only (add zerocopy=1)";
     return std::nullopt;
   }
   return options;

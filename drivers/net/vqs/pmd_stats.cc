@@ -24,11 +24,31 @@ constexpr Counter kCounters[] = {
     {"guest_notifications_refill",
      [](const QueueStats& s) { return s.guest_notifications_refill; }},
     {"ring_broken", [](const QueueStats& s) { return s.ring_broken; }},
+    {"zerocopy_packets", [](const QueueStats& s) { return s.zero_copy_packets; }},
+    {"zerocopy_copied", [](const QueueStats& s) { return s.zero_copy_copied; }},
+    {"zerocopy_limit_copies", [](const QueueStats& s) { return s.zero_copy_limit_copies; }},
+};
+// Per-queue values of now, not counters (no reset): guest TX zero-copy's settings and state; 0
+// with zero-copy off.
+struct Gauge {
+  const char* name;
+  uint64_t (*read)(const VhostDevice&, uint16_t vring);
+};
+constexpr Gauge kGauges[] = {
+    {"zerocopy_in_flight",
+     [](const VhostDevice& d, uint16_t v) -> uint64_t { return d.zero_copy_in_flight(v); }},
+    {"zerocopy_limit",
+     [](const VhostDevice& d, uint16_t v) -> uint64_t { return d.zero_copy_limit(v); }},
+    {"zerocopy_min_len",
+     [](const VhostDevice& d, uint16_t v) -> uint64_t {
+       return d.zero_copy_enabled(v) ? d.zero_copy_min_len() : 0;
+     }},
 };
 // Drops by every reason but kNoGuestBuffer: the PMD's tx burst hands such packets back to the
 // caller instead of dropping them, so that counter would always read 0.
 constexpr int kDropXstats = kDropReasonCount - 1;
-constexpr unsigned kPerQueue = std::size(kCounters) + kDropXstats + kSizeBucketCount;
+constexpr unsigned kPerQueue =
+    std::size(kCounters) + std::size(kGauges) + kDropXstats + kSizeBucketCount;
 
 // Port-level xstats, listed before the per-queue ones. Not subject to resets: they count
 // configuration problems, which should stay visible until the port is closed.
@@ -53,6 +73,7 @@ void for_each_xstat(rte_eth_dev* dev, PortFn&& port_fn, Fn&& fn) {
     const QueueStats& now = port->device()->stats(vring);
     const QueueStats& base = port->reset_base(vring);
     for (const Counter& c : kCounters) fn(dir, q, c.name, c.read(now) - c.read(base));
+    for (const Gauge& g : kGauges) fn(dir, q, g.name, g.read(*port->device(), vring));
     char drop_name[32];  // "bad_offload_request_drops" is the longest
     for (int r = 0; r < kDropReasonCount; ++r) {
       const auto reason = static_cast<DropReason>(r);

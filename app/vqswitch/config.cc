@@ -443,10 +443,11 @@ void Loader::read_eal(const Value& v) {
 
 void Loader::read_port(const Value& v) {
   expect_map(v);
-  MapView m(*this, v,
-            {"name", "type", "socket", "mode", "reconnect", "queues", "tso", "weight",
-             "notify_coalesce", "refill_threshold", "tx_retries_max", "vlan", "device",
-             "rx_descriptors", "tx_descriptors", "rx_free_thresh", "mtu"});
+  MapView m(
+      *this, v,
+      {"name", "type", "socket", "mode", "reconnect", "queues", "tso", "weight", "notify_coalesce",
+       "refill_threshold", "zerocopy", "zerocopy_min_len", "tx_retries_max", "vlan", "device",
+       "rx_descriptors", "tx_descriptors", "rx_free_thresh", "mtu"});
   PortConfig port;
   port.line = v.pos.line;
 
@@ -475,8 +476,8 @@ void Loader::read_port(const Value& v) {
       m.forbid(key, "only for ethdev ports");
     read_vhost(m, &port);
   } else {
-    for (const char* key :
-         {"socket", "mode", "reconnect", "tso", "notify_coalesce", "refill_threshold"})
+    for (const char* key : {"socket", "mode", "reconnect", "tso", "notify_coalesce",
+                            "refill_threshold", "zerocopy", "zerocopy_min_len"})
       m.forbid(key, "only for vhost ports");
     size_t ethdevs = std::count_if(config_.ports.begin(), config_.ports.end(),
                                    [](const auto& p) { return p.type == PortType::kEthdev; });
@@ -514,6 +515,11 @@ void Loader::read_vhost(const MapView& m, PortConfig* port) {
     if (const Value* u = nc.find("usecs")) port->notify_coalesce.usecs = read_int(*u, 0, 1000000);
   }
   if (const Value* v = m.find("refill_threshold")) port->refill_threshold = read_int(*v, 1, 32768);
+  if (const Value* v = m.find("zerocopy")) port->zerocopy = read_bool(*v);
+  if (const Value* v = m.find("zerocopy_min_len")) {
+    if (!port->zerocopy) m.forbid("zerocopy_min_len", "only with zerocopy: true");
+    port->zerocopy_min_len = read_int(*v, 64, 65535);
+  }
 }
 
 void Loader::read_ethdev(const MapView& m, PortConfig* port) {

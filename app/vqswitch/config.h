@@ -67,7 +67,9 @@ struct PortConfig {
   bool reconnect = true;  // client mode
   bool tso = false;
   NotifyCoalesce notify_coalesce;
-  uint32_t refill_threshold = 0;  // 0: min(64, ring size) / 2
+  uint32_t refill_threshold = 0;    // 0: min(64, ring size) / 2
+  bool zerocopy = false;            // guest TX: lend packets instead of copying them
+  uint32_t zerocopy_min_len = 256;  // shorter ones are copied
 
   // ethdev
   std::string device;  // PCI address or vdev string ("net_tap0,iface=t0")

@@ -17,6 +17,13 @@ std::string dpdk_error(const char* what, int rc) {
   return std::string(what) + " failed: " + rte_strerror(rc < 0 ? -rc : rc);
 }
 
+// Whether a segment after the head is an external buffer: a guest's, lent by zero-copy dequeue.
+bool lends_guest_memory(const rte_mbuf* m) {
+  for (const rte_mbuf* seg = m->next; seg != nullptr; seg = seg->next)
+    if (RTE_MBUF_HAS_EXTBUF(seg)) return true;
+  return false;
+}
+
 }  // namespace
 
 // The ethdev name of a device string: a vdev's name before its arguments ("net_tap0,iface=t0"),
@@ -78,11 +85,15 @@ bool EthdevPort::start(uint16_t tx_queues, uint16_t burst, bool rx_interrupts, r
   rte_eth_conf conf{};
   // What guests leave to the output (checksums, TSO) and chained mbufs (frames over one mbuf),
   // where the device has them; tx_prepare() covers the rest in software or drops it, counted.
+  // A vdev (tap, af_packet, ring, null ...) reads mbufs with the CPU; anything else may DMA.
+  const bool dma = std::strcmp(rte_bus_name(rte_dev_bus(info.device)), "vdev") != 0;
+  pool_ = pool;
   tx_offloads_ =
       info.tx_offload_capa &
       (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_TCP_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM |
        RTE_ETH_TX_OFFLOAD_TCP_TSO | RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
   conf.txmode.offloads = tx_offloads_;
+  copies_lent_ = dma || (tx_offloads_ & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) == 0;
   if (config_.mtu != 0) {
     conf.rxmode.mtu = config_.mtu;
     // Frames larger than one mbuf arrive chained, where the device can do it.
@@ -192,6 +203,16 @@ uint16_t EthdevPort::tx_prepare(uint16_t queue, rte_mbuf** pkts, uint16_t count)
   bool requests = false;
   for (uint16_t i = 0; i < count; ++i) {
     rte_mbuf* m = pkts[i];
+    if (copies_lent_ && m->nb_segs > 1 && lends_guest_memory(m)) {
+      // Into our own mbufs (one, when it fits); the original goes, returning the guest's buffer.
+      rte_mbuf* copy = rte_pktmbuf_copy(m, pool_, 0, UINT32_MAX);
+      rte_pktmbuf_free(m);
+      if (copy == nullptr) {
+        tx_counters(queue).count_drop(SwitchDrop::kMbufExhausted);
+        continue;
+      }
+      m = copy;
+    }
     bool sendable = m->nb_segs == 1 || (tx_offloads_ & RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
     const uint64_t request = m->ol_flags & kRequests;
     if (sendable && request != 0) {

@@ -60,6 +60,10 @@ class EthdevPort final : public Port {
   uint16_t rx_descriptors_ = 0;
   bool rx_interrupts_ = false;
   uint64_t tx_offloads_ = 0;  // enabled on the device (checksums, TSO, multi-segment)
+  // Lent guest buffers (zero-copy) are sent as copies: the device DMAs (not a vdev) from
+  // addresses guest memory is not registered for, or takes no chained mbufs.
+  bool copies_lent_ = false;
+  rte_mempool* pool_ = nullptr;  // for those copies
   bool started_ = false;
 };
 

@@ -37,6 +37,8 @@ std::unique_ptr<GuestPort> GuestPort::create(const PortConfig& config, uint16_t 
   options.notify.coalesce_packets = config.notify_coalesce.packets;
   options.notify.coalesce_usecs = config.notify_coalesce.usecs;
   options.notify.refill_threshold = config.refill_threshold;
+  options.zero_copy = config.zerocopy;
+  options.zero_copy_min_len = config.zerocopy_min_len;
   port->device_ = VhostDevice::create(options, port.get(), error);
   if (port->device_ == nullptr) return nullptr;
   for (uint16_t q = 0; q < config.queues; ++q) {

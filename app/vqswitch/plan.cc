@@ -262,7 +262,13 @@ std::string format_plan(const Config& config, const Plan& plan) {
       if (port.client) out << (port.reconnect ? ", reconnect" : ", no reconnect");
       out << ")\n";
       out << "    queue pairs " << port.queues << ", tx queues " << plan.tx_queues[p]
-          << (plan.tx_shared[p] ? " locked" : "") << ", tso " << (port.tso ? "on" : "off") << "\n";
+          << (plan.tx_shared[p] ? " locked" : "") << ", tso " << (port.tso ? "on" : "off")
+          << ", zerocopy ";
+      if (port.zerocopy)
+        out << "from " << port.zerocopy_min_len << " bytes";
+      else
+        out << "off";
+      out << "\n";
       out << "    weight " << format_weight(port.weight) << ", refill threshold "
           << auto_or(port.refill_threshold) << ", notify coalesce ";
       if (port.notify_coalesce.packets || port.notify_coalesce.usecs)

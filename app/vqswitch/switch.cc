@@ -248,6 +248,10 @@ PortTotals Switch::totals(uint16_t index) const {
       const QueueStats& s = device.stats(v);
       for (int r = 0; r < kDropReasonCount; ++r) t.datapath_drops[r] += s.drops[r];
       t.mbuf_alloc_failures += s.mbuf_alloc_failures;
+      t.zerocopy_packets += s.zero_copy_packets;
+      t.zerocopy_copied += s.zero_copy_copied;
+      t.zerocopy_limit_copies += s.zero_copy_limit_copies;
+      t.zerocopy_in_flight += device.zero_copy_in_flight(v);
       t.guest_notifications += s.guest_notifications;
       t.guest_notifications_coalesced += s.guest_notifications_coalesced;
       t.guest_notifications_refill += s.guest_notifications_refill;

@@ -28,6 +28,10 @@ struct PortTotals {
   uint64_t guest_notifications = 0;            // guests: interrupts sent, whatever the reason
   uint64_t guest_notifications_coalesced = 0;  // deferred or merged by notify_coalesce
   uint64_t guest_notifications_refill = 0;     // sent because posted buffers fell below threshold
+  uint64_t zerocopy_packets = 0;               // guests with zerocopy: lent, not copied
+  uint64_t zerocopy_copied = 0;                // ... copied (short, unattachable, or at the limit)
+  uint64_t zerocopy_limit_copies = 0;          // ... of those, copied at the in-flight limit
+  uint64_t zerocopy_in_flight = 0;             // ... lent now
   uint64_t total_drops() const;
 };
 

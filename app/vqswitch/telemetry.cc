@@ -54,6 +54,10 @@ int ports_command(const char*, const char* params, rte_tel_data* d) {
       add_u64(p, "guest_notifications", t.guest_notifications);
       add_u64(p, "guest_notifications_coalesced", t.guest_notifications_coalesced);
       add_u64(p, "guest_notifications_refill", t.guest_notifications_refill);
+      add_u64(p, "zerocopy_packets", t.zerocopy_packets);
+      add_u64(p, "zerocopy_copied", t.zerocopy_copied);
+      add_u64(p, "zerocopy_limit_copies", t.zerocopy_limit_copies);
+      add_u64(p, "zerocopy_in_flight", t.zerocopy_in_flight);
     } else {
       add_u64(p, "rx_missed", t.rx_missed);
       add_u64(p, "rx_nombuf", t.rx_nombuf);

@@ -176,6 +176,16 @@ const BrokenCase kBroken[] = {
     {"version: 1\nports:\n  - {name: nic0, type: ethdev, device: net_null0, tso: true}\n"
      "forwarding: {mode: bridge}\n",
      "t.yaml:3:51: ports[0].tso: only for vhost ports"},
+    {"version: 1\nports:\n  - {name: nic0, type: ethdev, device: net_null0, zerocopy: true}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:3:51: ports[0].zerocopy: only for vhost ports"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock, zerocopy_min_len: "
+     "300}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:3:51: ports[0].zerocopy_min_len: only with zerocopy: true"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock, zerocopy: true,\n"
+     "      zerocopy_min_len: 32}\nforwarding: {mode: bridge}\n",
+     "t.yaml:4:25: ports[0].zerocopy_min_len: must be 64..65535, got 32"},
     {"version: 1\nports:\n  - {name: nic0, type: ethdev}\nforwarding: {mode: bridge}\n",
      "t.yaml:3:5: ports[0].device: required key missing"},
     {"version: 1\nports:\n  - {name: nic0, type: ethdev, device: net_null0}\n"
@@ -390,6 +400,8 @@ TEST_CASE("every key is read") {
       "    weight: {packets: 100, bytes: 65536}\n"
       "    notify_coalesce: {packets: 8, usecs: 50}\n"
       "    refill_threshold: 16\n"
+      "    zerocopy: true\n"
+      "    zerocopy_min_len: 512\n"
       "    tx_retries_max: 0\n"
       "    vlan: {mode: trunk, vlans: [30, 10], native: 5}\n"
       "  - name: nic0\n"
@@ -418,6 +430,8 @@ TEST_CASE("every key is read") {
   CHECK_FALSE(vm.reconnect);
   CHECK(vm.queues == 4);
   CHECK(vm.tso);
+  CHECK(vm.zerocopy);
+  CHECK(vm.zerocopy_min_len == 512);
   CHECK(vm.weight.packets == 100);
   CHECK(vm.weight.bytes == 65536);
   CHECK(vm.notify_coalesce.packets == 8);

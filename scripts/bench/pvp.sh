@@ -10,6 +10,13 @@
 # median of the per-round ratios (see ../shared notes: absolute numbers are noise here).
 #
 #   scripts/bench/pvp.sh [--rounds N] [--seconds S] [--sizes "64 1500"] [--modes "guest-tx guest-rx"]
+#                        [--vqs-args DEVARGS] [--table NAME]
+#
+# --vqs-args adds devargs to net_vqs (e.g. zerocopy=1); --table names the table in
+# docs/benchmarks.md to rewrite (between <!-- NAME:begin --> and <!-- NAME:end -->; default pvp).
+# Zero-copy, as docs/benchmarks.md records it:
+#   scripts/bench/pvp.sh --modes guest-tx --sizes "64 1500 9000" --vqs-args zerocopy=1 \
+#     --table pvp-zerocopy
 #
 # Needs root and hugepages (scripts/setup.sh) and a build (build/drivers/librte_net_vqs.so).
 # Prints one line per scenario and writes the table into docs/benchmarks.md.
@@ -21,12 +28,16 @@ seconds=12
 warmup=3
 sizes="64 1500"
 modes="guest-tx guest-rx"
+vqs_args=""
+table=pvp
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
+    --vqs-args) vqs_args=",$2"; shift 2 ;;
+    --table) table=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -42,7 +53,7 @@ sock=$run/vhost.sock
 host() {
   local backend=$1 mode=$2 size=$3 secs=$4 vdev plugin=()
   if [ "$backend" = net_vqs ]; then
-    vdev="net_vqs0,iface=$sock"
+    vdev="net_vqs0,iface=$sock$vqs_args"
     plugin=(-d "$run/librte_net_vqs.so")
   else
     vdev="net_vhost0,iface=$sock,queues=1"
@@ -57,7 +68,11 @@ host() {
 # guest MODE SIZE SECONDS: prints the median guest-side Mpps after the warm-up.
 guest() {
   local mode=$1 size=$2 secs=$3 fwd pps_key
-  if [ "$mode" = guest-tx ]; then fwd=(--forward-mode=txonly "--txpkts=$size"); pps_key=Tx-pps
+  # Frames over one default mbuf: --mbuf-size must come before --txpkts, or testpmd refuses the
+  # size and sends 64 bytes.
+  local mbuf=()
+  [ "$size" -gt 1800 ] && mbuf=("--mbuf-size=$((size + 256))")
+  if [ "$mode" = guest-tx ]; then fwd=("${mbuf[@]}" --forward-mode=txonly "--txpkts=$size"); pps_key=Tx-pps
   else fwd=(--forward-mode=rxonly); pps_key=Rx-pps; fi
   timeout -s INT "$secs" dpdk-testpmd -l 0,1 --main-lcore 1 --file-prefix vqs-bench-guest \
     -m 512 --no-pci --single-file-segments \
@@ -99,8 +114,8 @@ for mode in $modes; do
       ratios+=" $(awk -v a="${got[net_vqs]}" -v b="${got[net_vhost]}" 'BEGIN {printf "%.3f", (b > 0) ? a / b : 0}')"
       echo "  $mode ${size}B round $r: net_vhost ${got[net_vhost]} Mpps, net_vqs ${got[net_vqs]} Mpps" >&2
     done
-    line=$(printf '%-9s %5sB  net_vhost %7s Mpps  net_vqs %7s Mpps  ratio %5sx  (rounds:%s)' \
-      "$mode" "$size" "$(echo "$vhost_runs" | median)" "$(echo "$vqs_runs" | median)" \
+    line=$(printf '%-9s %5sB  net_vhost %7s Mpps  net_vqs%s %7s Mpps  ratio %5sx  (rounds:%s)' \
+      "$mode" "$size" "$(echo "$vhost_runs" | median)" "$vqs_args" "$(echo "$vqs_runs" | median)" \
       "$(echo "$ratios" | median)" "$ratios")
     echo "$line"
     results+=("$line")
@@ -109,13 +124,13 @@ done
 
 # The table between the markers in docs/benchmarks.md is this script's; the rest is prose.
 doc=$top/docs/benchmarks.md
-if [ -f "$doc" ] && grep -q '<!-- pvp:begin -->' "$doc"; then
+if [ -f "$doc" ] && grep -q "<!-- $table:begin -->" "$doc"; then
   {
-    sed '/<!-- pvp:begin -->/q' "$doc"
+    sed "/<!-- $table:begin -->/q" "$doc"
     echo '```'
     echo "$(date -u +%Y-%m-%d) $(nproc) CPUs, $rounds rounds x ${seconds}s, $(dpkg-query -W -f='DPDK ${Version}' libdpdk-dev)"
     printf '%s\n' "${results[@]}"
     echo '```'
-    sed -n '/<!-- pvp:end -->/,$p' "$doc"
+    sed -n "/<!-- $table:end -->/,\$p" "$doc"
   } >"$doc.new" && mv "$doc.new" "$doc"
 fi

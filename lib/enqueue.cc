@@ -89,7 +89,15 @@ class RxBufferGatherer {
       const uint64_t chain_len = iov.total_len() - before_len;
       if (error != ChainError::kNone || chain_len < hdr_size) {
         iov.truncate(before);
-        if (head_count_ > 0) invalid_after_valid = true;
+        if (head_count_ > 0 && vq_.features().in_order) {
+          // In order, this chain's used entry cannot go before those of the chains gathered
+          // ahead of it: they go back empty first, and the packet gathers afresh after it.
+          return_gathered();
+          iov.clear();
+          capacity = 0;
+        } else if (head_count_ > 0) {
+          invalid_after_valid = true;
+        }
         if (!consume_invalid(id)) posted_ = walk;  // enough for this burst: as if the ring ended
         continue;
       }
@@ -112,8 +120,14 @@ class RxBufferGatherer {
   uint16_t leave_posted(uint16_t walk, uint16_t first_valid, bool invalid_after_valid) {
     if (head_count_ == 0) return walk;
     if (!invalid_after_valid) return first_valid;
-    for (uint32_t i = 0; i < head_count_; ++i) vq_.ring().put_used(heads_[i].id, 0);
+    return_gathered();
     return walk;
+  }
+
+  // The gathered chains go back to the guest empty (used.len 0), in ring order.
+  void return_gathered() {
+    for (uint32_t i = 0; i < head_count_; ++i) vq_.ring().put_used(heads_[i].id, 0);
+    head_count_ = 0;
   }
 
   // An invalid chain goes back empty. Counted per chain, not as a packet drop: the packet goes on

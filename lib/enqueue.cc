@@ -33,6 +33,24 @@ void write_packet(const IoVecList& iov, const VirtioNetHdrMrgRxbuf& hdr, uint32_
   }
 }
 
+// The header of a packet without offloads in one buffer: zero, num_buffers 1. Written only where
+// the guest's copy differs. A DPDK guest puts it at the end of the line before the packet (below
+// a 128-byte headroom), and a buffer it reuses usually holds this header already (its own tx
+// wrote it, or our last write): left alone, the line stays in the guest's cache and its rx reads
+// it without a miss, where a store would cost the guest one line transfer per packet.
+// librte_vhost skips such writes too (ASSIGN_UNLESS_EQUAL).
+void write_plain_header(uint8_t* buf, uint32_t hdr_size) {
+  VirtioNetHdrMrgRxbuf hdr{};
+  hdr.num_buffers = 1;
+  // Constant sizes, so that the comparisons are inlined.
+  if (hdr_size == sizeof(hdr)) {
+    if (std::memcmp(buf, &hdr, sizeof(hdr)) != 0) std::memcpy(buf, &hdr, sizeof(hdr));
+  } else {
+    if (std::memcmp(buf, &hdr, sizeof(VirtioNetHdr)) != 0)
+      std::memcpy(buf, &hdr, sizeof(VirtioNetHdr));
+  }
+}
+
 // Gathers posted receive chains for one packet, from ring position `pos` on.
 class RxBufferGatherer {
  public:
@@ -185,9 +203,7 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
       uint32_t buf_len = 0;
       uint8_t* buf = reader.single_buffer(id, ChainAccess::kDeviceWrites, &buf_len);
       if (buf != nullptr && buf_len >= hdr_size + len) {
-        VirtioNetHdrMrgRxbuf hdr{};
-        hdr.num_buffers = 1;
-        std::memcpy(buf, &hdr, hdr_size);
+        write_plain_header(buf, hdr_size);
         std::memcpy(buf + hdr_size, rte_pktmbuf_mtod(m, const uint8_t*), len);
         ring.put_used(id, hdr_size + len);
         ++pos;

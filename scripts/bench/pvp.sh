@@ -10,6 +10,7 @@
 # median of the per-round ratios (see ../shared notes: absolute numbers are noise here).
 #
 #   scripts/bench/pvp.sh [--rounds N] [--seconds S] [--sizes "64 1500"] [--modes "guest-tx guest-rx"]
+#                        [--plugin PATH]
 #
 # Needs root and hugepages (scripts/setup.sh) and a build (build/drivers/librte_net_vqs.so).
 # Prints one line per scenario and writes the table into docs/benchmarks.md.
@@ -21,21 +22,24 @@ seconds=12
 warmup=3
 sizes="64 1500"
 modes="guest-tx guest-rx"
+plugin_src=$top/build/drivers/librte_net_vqs.so
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
+    --plugin) plugin_src=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
 
-plugin_src=$top/build/drivers/librte_net_vqs.so
 [ -f "$plugin_src" ] || { echo "build first: $plugin_src missing" >&2; exit 1; }
 run=$(mktemp -d /run/vqs-bench.XXXXXX)  # not world-writable: EAL loads plugins from here
 cp "$plugin_src" "$run/"
-trap 'pkill -INT -f -- "--file-prefix vqs-bench-" 2>/dev/null || true; rm -rf "$run"' EXIT
+# No pkill by name: another checkout may be benchmarking with the same file prefix. Both
+# testpmds run under timeout, and an interrupt (Ctrl-C) reaches them through the process group.
+trap 'rm -rf "$run"' EXIT
 sock=$run/vhost.sock
 
 # host BACKEND MODE SIZE SECONDS

@@ -33,6 +33,24 @@ void write_packet(const IoVecList& iov, const VirtioNetHdrMrgRxbuf& hdr, uint32_
   }
 }
 
+// The header of a packet without offloads in one buffer: zero, num_buffers 1. Written only where
+// the guest's copy differs. A DPDK guest puts it at the end of the line before the packet (below
+// a 128-byte headroom), and a buffer it reuses usually holds this header already (its own tx
+// wrote it, or our last write): left alone, the line stays in the guest's cache and its rx reads
+// it without a miss, where a store would cost the guest one line transfer per packet.
+// librte_vhost skips such writes too (ASSIGN_UNLESS_EQUAL).
+void write_plain_header(uint8_t* buf, uint32_t hdr_size) {
+  VirtioNetHdrMrgRxbuf hdr{};
+  hdr.num_buffers = 1;
+  // Constant sizes, so that the comparisons are inlined.
+  if (hdr_size == sizeof(hdr)) {
+    if (std::memcmp(buf, &hdr, sizeof(hdr)) != 0) std::memcpy(buf, &hdr, sizeof(hdr));
+  } else {
+    if (std::memcmp(buf, &hdr, sizeof(VirtioNetHdr)) != 0)
+      std::memcpy(buf, &hdr, sizeof(VirtioNetHdr));
+  }
+}
+
 // Gathers posted receive chains for one packet, from ring position `pos` on.
 class RxBufferGatherer {
  public:
@@ -89,7 +107,15 @@ class RxBufferGatherer {
       const uint64_t chain_len = iov.total_len() - before_len;
       if (error != ChainError::kNone || chain_len < hdr_size) {
         iov.truncate(before);
-        if (head_count_ > 0) invalid_after_valid = true;
+        if (head_count_ > 0 && vq_.features().in_order) {
+          // In order, this chain's used entry cannot go before those of the chains gathered
+          // ahead of it: they go back empty first, and the packet gathers afresh after it.
+          return_gathered();
+          iov.clear();
+          capacity = 0;
+        } else if (head_count_ > 0) {
+          invalid_after_valid = true;
+        }
         if (!consume_invalid(id)) posted_ = walk;  // enough for this burst: as if the ring ended
         continue;
       }
@@ -112,8 +138,14 @@ class RxBufferGatherer {
   uint16_t leave_posted(uint16_t walk, uint16_t first_valid, bool invalid_after_valid) {
     if (head_count_ == 0) return walk;
     if (!invalid_after_valid) return first_valid;
-    for (uint32_t i = 0; i < head_count_; ++i) vq_.ring().put_used(heads_[i].id, 0);
+    return_gathered();
     return walk;
+  }
+
+  // The gathered chains go back to the guest empty (used.len 0), in ring order.
+  void return_gathered() {
+    for (uint32_t i = 0; i < head_count_; ++i) vq_.ring().put_used(heads_[i].id, 0);
+    head_count_ = 0;
   }
 
   // An invalid chain goes back empty. Counted per chain, not as a packet drop: the packet goes on
@@ -171,9 +203,7 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
       uint32_t buf_len = 0;
       uint8_t* buf = reader.single_buffer(id, ChainAccess::kDeviceWrites, &buf_len);
       if (buf != nullptr && buf_len >= hdr_size + len) {
-        VirtioNetHdrMrgRxbuf hdr{};
-        hdr.num_buffers = 1;
-        std::memcpy(buf, &hdr, hdr_size);
+        write_plain_header(buf, hdr_size);
         std::memcpy(buf + hdr_size, rte_pktmbuf_mtod(m, const uint8_t*), len);
         ring.put_used(id, hdr_size + len);
         ++pos;

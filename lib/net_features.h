@@ -16,6 +16,7 @@ struct NetFeatures {
   bool guest_csum = false;  // the guest accepts NEEDS_CSUM / DATA_VALID on receive
   bool guest_tso4 = false;
   bool guest_tso6 = false;
+  bool in_order = false;  // used entries must follow the avail ring's order
   // 12 bytes with VERSION_1 or MRG_RXBUF (struct VirtioNetHdrMrgRxbuf), else the legacy 10.
   uint16_t net_hdr_size = sizeof(VirtioNetHdr);
 
@@ -29,6 +30,7 @@ struct NetFeatures {
     f.guest_csum = has(kNetFGuestCsum);
     f.guest_tso4 = has(kNetFGuestTso4);
     f.guest_tso6 = has(kNetFGuestTso6);
+    f.in_order = has(kFInOrder);
     f.net_hdr_size =
         (f.version_1 || f.mrg_rxbuf) ? sizeof(VirtioNetHdrMrgRxbuf) : sizeof(VirtioNetHdr);
     return f;

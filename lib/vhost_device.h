@@ -40,7 +40,7 @@ struct VhostDeviceOptions {
 };
 
 // The virtio features we offer, and the vhost-user protocol features we handle.
-uint64_t offered_virtio_features(bool tso);
+uint64_t offered_virtio_features(bool tso, bool zero_copy);
 uint64_t handled_protocol_features();
 
 class VhostDevice {

@@ -45,5 +45,7 @@ constexpr unsigned kNetFGuestAnnounce = 21;
 constexpr unsigned kNetFMq = 22;
 constexpr unsigned kFAnyLayout = 27;
 constexpr unsigned kFVersion1 = 32;
+// The device uses buffers in the order the driver made them available (spec 2.7.9).
+constexpr unsigned kFInOrder = 35;
 
 }  // namespace vqs

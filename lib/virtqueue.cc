@@ -15,7 +15,8 @@ bool VirtQueue::start(const Setup& setup) {
       DescChainReader(setup.addrs.desc, setup.addrs.size, setup.memory, features_.indirect_desc);
   callfd_ = setup.callfd;
   broken_counted_ = false;
-  zero_copy_ = setup.zero_copy;
+  // Lent chains return out of order: never on a ring that promised IN_ORDER (not offered then).
+  zero_copy_ = features_.in_order ? nullptr : setup.zero_copy;
   zero_copy_min_len_ = setup.zero_copy_min_len;
   if (setup.notify)
     notifier_.start(*setup.notify, setup.addrs.size, setup.tsc_hz);

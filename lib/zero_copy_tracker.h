@@ -2,8 +2,8 @@
 // `limit()` chains are lent at a time, each to the mbufs attached to it as external buffers, with
 // one shared-info slot per chain. Whoever frees the chain's last mbuf (any lcore or thread) marks
 // the slot done with one atomic OR; the owning lcore reaps done slots into the used ring in its
-// next burst. Used entries of a split ring may come in any order (we never offer IN_ORDER), so
-// completion order does not matter.
+// next burst. Used entries of a split ring may come in any order (a device with zero-copy does
+// not offer IN_ORDER), so completion order does not matter.
 //
 // Slot reuse: a slot is handed out again only after its completion has been reaped, so a late
 // completion can never be taken for a newer chain's. When the ring stops with chains still lent,

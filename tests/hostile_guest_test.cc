@@ -193,6 +193,48 @@ TEST_CASE("mergeable: an invalid chain behind gathered buffers when the ring run
   CHECK(g.receive().size() == 1);
 }
 
+TEST_CASE("mergeable with IN_ORDER: an invalid chain among gathered buffers keeps ring order") {
+  for (bool in_order : {false, true}) {
+    Device dev(kFeatures | bit(kNetFMrgRxbuf) | (in_order ? bit(kFInOrder) : 0), 64);
+    SimGuest& g = dev.rx;
+    auto valid = [&g]() { return add_desc(g, g.memory().alloc(1000), 1000, kVringDescFWrite); };
+    const uint16_t first = valid();
+    const uint16_t bad = add_desc(g, 0x10, 2048, kVringDescFWrite);
+    uint16_t rest[4];
+    for (uint16_t& id : rest) id = valid();
+    g.post_head(first);
+    g.post_head(bad);
+    for (uint16_t id : rest) g.post_head(id);
+    g.publish();
+    // 3000 bytes + header take four 1000-byte buffers: the first is gathered, then the invalid
+    // chain is met.
+    REQUIRE(dev.enqueue({make_mbuf(make_frame(3000, 1))}) == 1);
+    INFO("in_order " << in_order);
+    const auto used = g.take_used();
+    CHECK(dev.rxq.stats().invalid_rx_chains == 1);
+    CHECK(dev.rxq.stats().packets == 1);
+    if (in_order) {
+      // Ring order: the gathered buffer goes back empty, then the invalid chain, then the packet
+      // in the next four buffers.
+      REQUIRE(used.size() == 6);
+      CHECK(used[0].id == first);
+      CHECK(used[0].len == 0);
+      CHECK(used[1].id == bad);
+      CHECK(used[1].len == 0);
+      for (int i = 0; i < 4; ++i) CHECK(used[2 + i].id == rest[i]);
+      CHECK(used[2].len + used[3].len + used[4].len + used[5].len == 12 + 3000);
+      CHECK(dev.rxq.avail_count() == 0);
+    } else {
+      // The invalid chain's entry goes first; the packet keeps the buffer gathered before it.
+      REQUIRE(used.size() == 5);
+      CHECK(used[0].id == bad);
+      CHECK(used[1].id == first);
+      CHECK(used[1].len == 1000);
+      CHECK(dev.rxq.avail_count() == 1);
+    }
+  }
+}
+
 TEST_CASE("random rings: whatever the guest writes, the device survives and counts") {
   std::mt19937_64 rng(20261130);
   for (int round = 0; round < 400; ++round) {

@@ -10,11 +10,11 @@
 # median of the per-round ratios (see ../shared notes: absolute numbers are noise here).
 #
 #   scripts/bench/pvp.sh [--rounds N] [--seconds S] [--sizes "64 1500"] [--modes "guest-tx guest-rx"]
-#                        [--vqs-args DEVARGS] [--table NAME]
+#                        [--plugin PATH] [--vqs-args DEVARGS] [--table NAME]
 #
-# --vqs-args adds devargs to net_vqs (e.g. zerocopy=1); --table names the table in
-# docs/benchmarks.md to rewrite (between <!-- NAME:begin --> and <!-- NAME:end -->; default pvp).
-# Zero-copy, as docs/benchmarks.md records it:
+# --plugin: the net_vqs build to measure; --vqs-args adds devargs to net_vqs (e.g. zerocopy=1);
+# --table names the table in docs/benchmarks.md to rewrite (between <!-- NAME:begin --> and
+# <!-- NAME:end -->; default pvp). Zero-copy, as docs/benchmarks.md records it:
 #   scripts/bench/pvp.sh --modes guest-tx --sizes "64 1500 9000" --vqs-args zerocopy=1 \
 #     --table pvp-zerocopy
 #
@@ -30,6 +30,7 @@ sizes="64 1500"
 modes="guest-tx guest-rx"
 vqs_args=""
 table=pvp
+plugin_src=$top/build/drivers/librte_net_vqs.so
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
@@ -38,15 +39,17 @@ while [ $# -gt 0 ]; do
     --modes) modes=$2; shift 2 ;;
     --vqs-args) vqs_args=",$2"; shift 2 ;;
     --table) table=$2; shift 2 ;;
+    --plugin) plugin_src=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
 
-plugin_src=$top/build/drivers/librte_net_vqs.so
 [ -f "$plugin_src" ] || { echo "build first: $plugin_src missing" >&2; exit 1; }
 run=$(mktemp -d /run/vqs-bench.XXXXXX)  # not world-writable: EAL loads plugins from here
 cp "$plugin_src" "$run/"
-trap 'pkill -INT -f -- "--file-prefix vqs-bench-" 2>/dev/null || true; rm -rf "$run"' EXIT
+# No pkill by name: another checkout may be benchmarking with the same file prefix. Both
+# testpmds run under timeout, and an interrupt (Ctrl-C) reaches them through the process group.
+trap 'rm -rf "$run"' EXIT
 sock=$run/vhost.sock
 
 # host BACKEND MODE SIZE SECONDS

@@ -27,6 +27,7 @@
 
 #include "../interop/port_pair.h"
 #include "config.h"
+#include "guest_port.h"
 #include "plan.h"
 #include "switch.h"
 #include "telemetry.h"
@@ -435,6 +436,11 @@ TEST_CASE("zero-copy: a consumer that holds one flow's buffers does not slow the
   Guest src("zc0src"), fast("zc0fast");
   REQUIRE(sw.wait_link(0));
   REQUIRE(sw.wait_link(1));
+  // virtio_user asks for IN_ORDER by default: only the guest without zero-copy gets it (lent
+  // chains come back in the order they are freed).
+  const auto& guest_of = [&](int i) { return static_cast<GuestPort&>(*sw.get().ports()[i]); };
+  CHECK((guest_of(0).device().negotiated_features() & (1ull << kFInOrder)) == 0);
+  CHECK((guest_of(1).device().negotiated_features() & (1ull << kFInOrder)) != 0);
   // The large flow's destination is behind `slow` (its frame is flooded to both guests), the
   // small flow's behind `fast`.
   slow.receive_from(kHeld);

@@ -85,9 +85,9 @@ HostPort::~HostPort() { stop_vdev_port(port_, name_); }
 
 GuestPort::GuestPort(const HostPort& host, const GuestOptions& o) {
   name_ = "net_virtio_user" + std::to_string(next_serial++);
-  const std::string args =
-      "path=" + host.socket() + ",queues=" + std::to_string(o.queues) +
-      ",queue_size=256,in_order=0,packed_vq=0,mrg_rxbuf=" + (o.mrg_rxbuf ? "1" : "0");
+  const std::string args = "path=" + host.socket() + ",queues=" + std::to_string(o.queues) +
+                           ",queue_size=256,packed_vq=0,in_order=" + (o.in_order ? "1" : "0") +
+                           ",mrg_rxbuf=" + (o.mrg_rxbuf ? "1" : "0");
   port_ = start_vdev_port(name_, args, o.queues, o.rx_offloads, o.tx_offloads, o.mtu);
   REQUIRE(wait_link(host.port(), true));
 }

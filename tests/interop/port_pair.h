@@ -15,6 +15,7 @@ rte_mempool* interop_pool();
 struct GuestOptions {
   uint16_t queues = 1;
   bool mrg_rxbuf = true;
+  bool in_order = false;     // VIRTIO_F_IN_ORDER: virtio_user's in-order rx/tx paths
   uint64_t rx_offloads = 0;  // e.g. TCP_CKSUM: the guest negotiates GUEST_CSUM
   uint64_t tx_offloads = 0;  // e.g. TCP_CKSUM: the guest negotiates CSUM
   uint16_t mtu = 9000;

@@ -438,9 +438,11 @@ TEST_CASE("zero-copy: a consumer that holds one flow's buffers does not slow the
   REQUIRE(sw.wait_link(1));
   // virtio_user asks for IN_ORDER by default: only the guest without zero-copy gets it (lent
   // chains come back in the order they are freed).
-  const auto& guest_of = [&](int i) { return static_cast<GuestPort&>(*sw.get().ports()[i]); };
-  CHECK((guest_of(0).device().negotiated_features() & (1ull << kFInOrder)) == 0);
-  CHECK((guest_of(1).device().negotiated_features() & (1ull << kFInOrder)) != 0);
+  auto features = [&](int i) {
+    return static_cast<const GuestPort&>(*sw.get().ports()[i]).device().negotiated_features();
+  };
+  CHECK((features(0) & (1ull << kFInOrder)) == 0);
+  CHECK((features(1) & (1ull << kFInOrder)) != 0);
   // The large flow's destination is behind `slow` (its frame is flooded to both guests), the
   // small flow's behind `fast`.
   slow.receive_from(kHeld);

@@ -165,4 +165,13 @@ void free_all(const std::vector<rte_mbuf*>& pkts) {
   for (rte_mbuf* m : pkts) rte_pktmbuf_free(m);
 }
 
+uint64_t xstat(uint16_t port, const std::string& name) {
+  uint64_t id = 0, value = 0;
+  REQUIRE(rte_eth_xstats_get_id_by_name(port, name.c_str(), &id) == 0);
+  REQUIRE(rte_eth_xstats_get_by_id(port, &id, &value, 1) == 1);
+  return value;
+}
+
+bool pool_full() { return rte_mempool_avail_count(interop_pool()) == interop_pool()->size; }
+
 }  // namespace vqs::test

@@ -62,4 +62,9 @@ std::vector<rte_mbuf*> receive(uint16_t port, uint16_t queue, size_t count, int 
 uint16_t send_all(uint16_t port, uint16_t queue, std::vector<rte_mbuf*> pkts);
 void free_all(const std::vector<rte_mbuf*>& pkts);
 
+// An xstat of `port` by name (the test fails if it does not exist).
+uint64_t xstat(uint16_t port, const std::string& name);
+// Whether every mbuf of interop_pool() is back.
+bool pool_full();
+
 }  // namespace vqs::test

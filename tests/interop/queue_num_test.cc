@@ -78,13 +78,6 @@ class RawFrontend {
   int fd_;
 };
 
-uint64_t xstat(uint16_t port, const std::string& name) {
-  uint64_t id = 0, value = 0;
-  REQUIRE(rte_eth_xstats_get_id_by_name(port, name.c_str(), &id) == 0);
-  REQUIRE(rte_eth_xstats_get_by_id(port, &id, &value, 1) == 1);
-  return value;
-}
-
 }  // namespace
 
 TEST_CASE("GET_QUEUE_NUM answers the queue pairs the port serves") {

@@ -40,15 +40,6 @@ void one_way(uint16_t from, uint16_t to, uint16_t q, uint32_t size, uint32_t see
   free_all(got);
 }
 
-uint64_t xstat(uint16_t port, const std::string& name) {
-  uint64_t id = 0, value = 0;
-  REQUIRE(rte_eth_xstats_get_id_by_name(port, name.c_str(), &id) == 0);
-  REQUIRE(rte_eth_xstats_get_by_id(port, &id, &value, 1) == 1);
-  return value;
-}
-
-bool pool_full() { return rte_mempool_avail_count(interop_pool()) == interop_pool()->size; }
-
 }  // namespace
 
 TEST_CASE("both directions, sizes 60..9018, mergeable buffers, 1 and 4 queue pairs") {

@@ -14,15 +14,6 @@ using namespace vqs::test;
 
 namespace {
 
-uint64_t xstat(uint16_t port, const std::string& name) {
-  uint64_t id = 0, value = 0;
-  REQUIRE(rte_eth_xstats_get_id_by_name(port, name.c_str(), &id) == 0);
-  REQUIRE(rte_eth_xstats_get_by_id(port, &id, &value, 1) == 1);
-  return value;
-}
-
-bool pool_full() { return rte_mempool_avail_count(interop_pool()) == interop_pool()->size; }
-
 // Sends `count` packets of `size` bytes (seeds from `seed`) from the guest and receives them on
 // the host, checking every byte; returns the host's mbufs, still held.
 std::vector<rte_mbuf*> guest_to_host(uint16_t guest, uint16_t host, uint32_t count, uint32_t size,

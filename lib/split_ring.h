@@ -5,9 +5,10 @@
 // decision is made here, on ours. No EAL here.
 #pragma once
 
-#include "vring.h"
-
 #include <cstdint>
+
+#include "prefetch.h"
+#include "vring.h"
 
 namespace vqs {
 
@@ -60,7 +61,7 @@ class SplitRing {
   // (unchecked: a prefetch of an out-of-range slot is harmless but skipped, as the address would be
   // outside the table).
   void prefetch_desc(uint16_t head) const {
-    if (head < addrs_.size) __builtin_prefetch(&addrs_.desc[head]);
+    if (head < addrs_.size) prefetch_line(&addrs_.desc[head]);
   }
   // The descriptors of the next `count` entries, all at once: their cache misses then overlap
   // instead of each packet waiting for its own.

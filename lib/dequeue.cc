@@ -12,50 +12,41 @@
 namespace vqs {
 namespace {
 
-// mbufs are taken from the pool this many at a time, so a burst cut short by its byte limit
+// Head mbufs are taken from the pool this many at a time, so a burst cut short by its byte limit
 // (or by invalid chains) does not allocate and free a whole burst's worth.
 constexpr uint16_t kAllocChunk = 32;
 
 enum class CopyResult { kOk, kPoolEmpty, kNeverFits };
 
 // Copies the packet (the chain after its virtio-net header) into `head` and further segments
-// from `pool`, allocated in bulk. On failure frees what it added; `head` stays the caller's.
-CopyResult copy_chain_to_mbuf(IoVecCursor& src, uint32_t len, rte_mbuf* head, rte_mempool* pool) {
+// from `stash`. On failure frees what it added; `head` stays the caller's.
+CopyResult copy_chain_to_mbuf(IoVecCursor& src, uint32_t len, rte_mbuf* head, MbufStash& stash) {
   rte_mbuf* seg = head;
   uint32_t room = rte_pktmbuf_tailroom(head);
   uint32_t left = len;
-  rte_mbuf* spare[kAllocChunk];
-  uint16_t spare_count = 0;
-  uint16_t spare_used = 0;
   for (;;) {
     const uint32_t n = left < room ? left : room;
     src.read(rte_pktmbuf_mtod_offset(seg, uint8_t*, seg->data_len), n);
     seg->data_len = static_cast<uint16_t>(seg->data_len + n);
     left -= n;
     if (left == 0) break;
-    if (spare_used == spare_count) {
-      const uint32_t seg_room = rte_pktmbuf_data_room_size(pool);
-      const uint32_t want = (left + seg_room - 1) / seg_room;
-      spare_count = static_cast<uint16_t>(want < kAllocChunk ? want : kAllocChunk);
-      spare_used = 0;
-      if (rte_pktmbuf_alloc_bulk(pool, spare, spare_count) != 0) {
-        // A packet that needs more mbufs than the pool holds would block the ring for ever.
-        const uint32_t segs_needed = head->nb_segs + want;
-        rte_pktmbuf_free(head->next);
-        head->next = nullptr;
-        head->nb_segs = 1;
-        head->data_len = 0;
-        return segs_needed > pool->size ? CopyResult::kNeverFits : CopyResult::kPoolEmpty;
-      }
+    rte_mbuf* next;
+    if (!stash.take(&next, 1)) {
+      // A packet that needs more mbufs than the pool holds would block the ring for ever.
+      const uint32_t seg_room = rte_pktmbuf_data_room_size(stash.pool());
+      const uint32_t segs_needed = head->nb_segs + (left + seg_room - 1) / seg_room;
+      rte_pktmbuf_free(head->next);
+      head->next = nullptr;
+      head->nb_segs = 1;
+      head->data_len = 0;
+      return segs_needed > stash.pool()->size ? CopyResult::kNeverFits : CopyResult::kPoolEmpty;
     }
-    rte_mbuf* next = spare[spare_used++];
     next->data_off = 0;  // headroom only matters in the first segment
     seg->next = next;
     seg = next;
     ++head->nb_segs;
     room = rte_pktmbuf_tailroom(seg);
   }
-  if (spare_used < spare_count) rte_pktmbuf_free_bulk(spare + spare_used, spare_count - spare_used);
   head->pkt_len = len;
   return CopyResult::kOk;
 }
@@ -87,6 +78,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
   const uint32_t hdr_size = vq.features().net_hdr_size;
   const DescChainReader& reader = vq.chain_reader();
   IoVecList& iov = vq.iov_scratch();
+  MbufStash stash(pool);   // further segments; the unused ones go back at the end of the burst
   uint16_t consumed = 0;   // chains taken from the ring
   uint16_t out = 0;        // packets delivered in pkts[]
   uint16_t allocated = 0;  // pkts[out, allocated) are fresh mbufs not yet used
@@ -146,7 +138,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
       cursor.skip(hdr_size - sizeof(hdr));
       if (pkt_len >= lend_min_len) {
         const LendResult lent =
-            lend_packet(iov, hdr_size, pkt_len, head, m, pool, *zero_copy, iova_is_va);
+            lend_packet(iov, hdr_size, pkt_len, head, m, stash, *zero_copy, iova_is_va);
         if (lent == LendResult::kLent) {
           // The chain goes back to the guest when its last mbuf is freed, not now.
           apply_guest_tx_offload(hdr, m);
@@ -164,7 +156,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
         }
         if (lent == LendResult::kNoSlot) ++stats.zero_copy_limit_copies;
       }
-      const CopyResult copied = copy_chain_to_mbuf(cursor, pkt_len, m, pool);
+      const CopyResult copied = copy_chain_to_mbuf(cursor, pkt_len, m, stash);
       if (copied == CopyResult::kPoolEmpty) {
         pool_empty = true;
         break;  // this packet stays in the guest's ring

@@ -1,9 +1,11 @@
 #include "zero_copy_lend.h"
 
+#include <rte_memcpy.h>
+
 namespace vqs {
 
 LendResult lend_packet(const IoVecList& chain, uint32_t hdr_size, uint32_t pkt_len,
-                       uint16_t desc_head, rte_mbuf* head, rte_mempool* pool,
+                       uint16_t desc_head, rte_mbuf* head, MbufStash& stash,
                        ZeroCopyTracker& tracker, bool iova_is_va) {
   const uint32_t head_len = pkt_len < kZeroCopyHeadLen ? pkt_len : kZeroCopyHeadLen;
   if (head_len == pkt_len || head_len > rte_pktmbuf_tailroom(head))
@@ -30,13 +32,18 @@ LendResult lend_packet(const IoVecList& chain, uint32_t hdr_size, uint32_t pkt_l
   rte_mbuf_ext_shared_info* shinfo = tracker.lend(desc_head, static_cast<uint16_t>(count));
   if (shinfo == nullptr) return LendResult::kNoSlot;
   rte_mbuf* segs[kZeroCopyMaxPieces];
-  if (rte_pktmbuf_alloc_bulk(pool, segs, count) != 0) {
+  if (!stash.take(segs, count)) {
     tracker.cancel(shinfo);
     return LendResult::kPoolEmpty;
   }
-  IoVecCursor cursor(chain);
-  cursor.skip(hdr_size);
-  cursor.read(rte_pktmbuf_mtod(head, uint8_t*), head_len);
+  if (head_len == kZeroCopyHeadLen && chain[0].len >= hdr_size + kZeroCopyHeadLen) {
+    // The usual layout (header and packet in one buffer): a copy of constant size, inlined.
+    rte_memcpy(rte_pktmbuf_mtod(head, uint8_t*), chain[0].base + hdr_size, kZeroCopyHeadLen);
+  } else {
+    IoVecCursor cursor(chain);
+    cursor.skip(hdr_size);
+    cursor.read(rte_pktmbuf_mtod(head, uint8_t*), head_len);
+  }
   head->data_len = static_cast<uint16_t>(head_len);
   rte_mbuf* prev = head;
   for (uint32_t i = 0; i < count; ++i) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "io_vec.h"
+#include "mbuf_stash.h"
 #include "zero_copy_tracker.h"
 
 namespace vqs {
@@ -25,12 +26,12 @@ enum class LendResult {
   kPoolEmpty,      // no mbufs for the pieces: the packet stays in the ring
 };
 
-// Builds `head` (a fresh mbuf from `pool`) as the packet in `chain` after its `hdr_size`-byte
-// virtio-net header, `pkt_len` bytes, lending the chain at descriptor `desc_head`. `iova_is_va`:
-// EAL's IOVA mode is VA, so the guest buffers' addresses are their IOVAs (else RTE_BAD_IOVA).
-// On any result but kLent, `head` is unchanged and nothing is lent.
+// Builds `head` (a fresh mbuf) as the packet in `chain` after its `hdr_size`-byte virtio-net
+// header, `pkt_len` bytes, lending the chain at descriptor `desc_head`; the payload segments come
+// from `stash`. `iova_is_va`: EAL's IOVA mode is VA, so the guest buffers' addresses are their
+// IOVAs (else RTE_BAD_IOVA). On any result but kLent, `head` is unchanged and nothing is lent.
 LendResult lend_packet(const IoVecList& chain, uint32_t hdr_size, uint32_t pkt_len,
-                       uint16_t desc_head, rte_mbuf* head, rte_mempool* pool,
+                       uint16_t desc_head, rte_mbuf* head, MbufStash& stash,
                        ZeroCopyTracker& tracker, bool iova_is_va);
 
 }  // namespace vqs

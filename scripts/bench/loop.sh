@@ -27,6 +27,7 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+source "$top/scripts/bench/common.sh"
 rounds=5
 seconds=12
 warmup=3
@@ -90,17 +91,6 @@ guest() {
     --stats-period 1 --record-core-cycles </dev/null >"$run/guest.log" 2>&1 || true
 }
 
-# The median guest Rx-pps (Mpps) after the warm-up.
-guest_mpps() {
-  grep -a -oE "Rx-pps: +[0-9]+" "$run/guest.log" | awk '{print $2}' | tail -n +$((warmup + 1)) |
-    sort -n | awk '{v[NR]=$1} END {if (NR == 0) print 0; else printf "%.3f\n", v[int((NR+1)/2)] / 1e6}'
-}
-
-# TSC cycles per packet that a process spent in forwarding iterations that found packets (rx
-# burst, then tx burst; testpmd --record-core-cycles), over the whole run: the time one side
-# takes to turn the batch around, without the time it waits for the other side.
-busy_cycles() { grep -a -oE "CPU cycles/packet=[0-9.]+" "$1" | tail -1 | cut -d= -f2; }
-
 one_run() {  # CANDIDATE -> "Mpps host-cycles/packet guest-cycles/packet"
   local cand=$1
   rm -f "$sock"
@@ -112,11 +102,9 @@ one_run() {  # CANDIDATE -> "Mpps host-cycles/packet guest-cycles/packet"
   kill -INT "$host_pid" 2>/dev/null || true
   wait "$host_pid" 2>/dev/null || true
   sleep 1
-  echo "$(guest_mpps) $(busy_cycles "$run/host.log") $(busy_cycles "$run/guest.log")"
+  echo "$(median_rate "$run/guest.log" Rx-pps "$warmup") $(busy_cycles "$run/host.log") $(busy_cycles "$run/guest.log")"
 }
 
-median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{v[NR]=$1} END {printf "%.3f", (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
-load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 load_before=$(load)
 a_runs="" b_runs="" ratios="" a_host="" b_host="" a_guest="" b_guest=""
@@ -143,16 +131,8 @@ echo "$line"
 echo "$cycles"
 echo "load average before: $load_before, after: $(load)"
 
-# The table between the markers in docs/benchmarks.md is this script's; the rest is prose.
-doc=$top/docs/benchmarks.md
-if [ "$write_doc" = 1 ] && [ -f "$doc" ] && grep -q '<!-- loop:begin -->' "$doc"; then
-  {
-    sed '/<!-- loop:begin -->/q' "$doc"
-    echo '```'
-    echo "$(date -u +%Y-%m-%d) $(nproc) CPUs, $rounds rounds x ${seconds}s, $(dpkg-query -W -f='DPDK ${Version}' libdpdk-dev), load average $load_before -> $(load)"
-    echo "$line"
-    echo "$cycles"
-    echo '```'
-    sed -n '/<!-- loop:end -->/,$p' "$doc"
-  } >"$doc.new" && mv "$doc.new" "$doc"
+if [ "$write_doc" = 1 ]; then
+  write_table loop \
+    "$(date -u +%Y-%m-%d) $(nproc) CPUs, $rounds rounds x ${seconds}s, $(dpdk_version), load average $load_before -> $(load)" \
+    "$line" "$cycles"
 fi

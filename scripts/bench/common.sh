@@ -1,0 +1,37 @@
+# Shared by the benchmark scripts (sourced): medians, testpmd's counters, and the tables in
+# docs/benchmarks.md.
+
+# The median of the numbers on stdin (separated by spaces or newlines).
+median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{v[NR]=$1} END {printf "%.3f", (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+
+# median_rate LOG KEY WARMUP: the median of testpmd's one-second KEY samples (Tx-pps, Rx-pps)
+# after the first WARMUP, in Mpps.
+median_rate() {
+  grep -a -oE "$2: +[0-9]+" "$1" | awk '{print $2}' | tail -n +$(($3 + 1)) |
+    sort -n | awk '{v[NR]=$1} END {if (NR == 0) print 0; else printf "%.3f\n", v[int((NR+1)/2)] / 1e6}'
+}
+
+# TSC cycles per packet that a testpmd spent in forwarding iterations that found packets (rx
+# burst, then tx burst; --record-core-cycles), over the whole run: its cost per packet, without
+# the time it waited for the other side.
+busy_cycles() { grep -a -oE "CPU cycles/packet=[0-9.]+" "$1" | tail -1 | cut -d= -f2; }
+
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# write_table NAME LINE...: replaces the block between <!-- NAME:begin --> and <!-- NAME:end -->
+# in docs/benchmarks.md with the lines (the script's; the rest of the file is prose).
+write_table() {
+  local table=$1 doc
+  shift
+  doc=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/docs/benchmarks.md
+  [ -f "$doc" ] && grep -q "<!-- $table:begin -->" "$doc" || return 0
+  {
+    sed "/<!-- $table:begin -->/q" "$doc"
+    echo '```'
+    printf '%s\n' "$@"
+    echo '```'
+    sed -n "/<!-- $table:end -->/,\$p" "$doc"
+  } >"$doc.new" && mv "$doc.new" "$doc"
+}
+
+dpdk_version() { dpkg-query -W -f='DPDK ${Version}' libdpdk-dev; }

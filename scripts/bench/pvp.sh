@@ -8,10 +8,14 @@
 # mergeable buffers), the guest's Rx-pps is measured. Backends alternate within each round; each
 # run's rate is the median of its one-second samples after a warm-up; the ratio reported is the
 # median of the per-round ratios (see ../shared notes: absolute numbers are noise here).
-# guest-tx lines also give the host's busy TSC cycles per packet (testpmd --record-core-cycles):
+# guest-tx-fill: guest-tx with build/scripts/bench/vqs-guest-tx as the guest, which writes every
+# byte of each frame it sends, as a real sender does (txonly writes only the headers of a recycled
+# mbuf, so the payload a copying backend reads is still in its cache from the last lap).
+# guest-tx lines (and guest-tx-fill's) also give the host's busy TSC cycles per packet (testpmd --record-core-cycles):
 # what forwarding one packet cost the host, which the guest's own speed does not cap.
 #
-#   scripts/bench/pvp.sh [--rounds N] [--seconds S] [--sizes "64 1500"] [--modes "guest-tx guest-rx"]
+#   scripts/bench/pvp.sh [--rounds N] [--seconds S] [--sizes "64 1500"]
+#                        [--modes "guest-tx guest-rx guest-tx-fill"]
 #                        [--plugin PATH] [--vqs-args DEVARGS] [--baseline-vqs-args DEVARGS]
 #                        [--table NAME]
 #
@@ -56,6 +60,9 @@ done
 candidate="net_vqs$vqs_args"
 
 [ -f "$plugin_src" ] || { echo "build first: $plugin_src missing" >&2; exit 1; }
+case " $modes " in *" guest-tx-fill "*)
+  [ -x "$top/build/scripts/bench/vqs-guest-tx" ] || { echo "build first: vqs-guest-tx" >&2; exit 1; } ;;
+esac
 run=$(mktemp -d /run/vqs-bench.XXXXXX)  # not world-writable: EAL loads plugins from here
 cp "$plugin_src" "$run/"
 # No pkill by name: another checkout may be benchmarking with the same file prefix. Both
@@ -85,15 +92,18 @@ guest() {
   local mode=$1 size=$2 secs=$3 fwd
   # Frames over one default mbuf: --mbuf-size must come before --txpkts, or testpmd refuses the
   # size and sends 64 bytes.
-  local mbuf=()
+  local mbuf=() prog=(dpdk-testpmd)
   [ "$size" -gt 1800 ] && mbuf=("--mbuf-size=$((size + 256))")
-  if [ "$mode" = guest-tx ]; then fwd=("${mbuf[@]}" --forward-mode=txonly "--txpkts=$size")
-  else fwd=(--forward-mode=rxonly); fi
-  timeout -s INT "$secs" dpdk-testpmd -l 0,1 --main-lcore 1 --file-prefix vqs-bench-guest \
+  case "$mode" in
+    guest-tx) fwd=("${mbuf[@]}" --forward-mode=txonly "--txpkts=$size") ;;
+    guest-rx) fwd=(--forward-mode=rxonly) ;;
+    guest-tx-fill) prog=("$top/build/scripts/bench/vqs-guest-tx"); fwd=(--size "$size") ;;
+  esac
+  [ "$mode" = guest-tx-fill ] || fwd+=(--nb-cores=1 --auto-start --stats-period 1)
+  timeout -s INT "$secs" "${prog[@]}" -l 0,1 --main-lcore 1 --file-prefix vqs-bench-guest \
     -m 512 --no-pci --single-file-segments \
     --vdev "net_virtio_user0,path=$sock,queue_size=1024,mrg_rxbuf=1,in_order=0" \
-    --log-level "*:warning" -- "${fwd[@]}" --nb-cores=1 --auto-start --stats-period 1 \
-    </dev/null >"$run/guest.log" 2>&1 || true
+    --log-level "*:warning" -- "${fwd[@]}" </dev/null >"$run/guest.log" 2>&1 || true
 }
 
 one_run() {  # BACKEND MODE SIZE -> "Mpps host-busy-cycles/packet"
@@ -133,7 +143,7 @@ for mode in $modes; do
     results+=("$line")
     # guest-rx: the host forwards (and drops) far more than the guest takes, so its cycles per
     # packet say nothing about the guest's rate.
-    if [ "$mode" = guest-tx ]; then
+    if [ "$mode" != guest-rx ]; then
       line=$(printf '%17s host busy TSC cycles/packet (medians): %s %s, %s %s' "" \
         "$baseline" "$(echo "$base_cyc" | median)" "$candidate" "$(echo "$cand_cyc" | median)")
       echo "$line"

@@ -71,6 +71,9 @@ constexpr uint32_t kGetQueueNum = 17;  // VHOST_USER_GET_QUEUE_NUM
 // long the device's teardown waits before it leaves a tracker allocated.
 constexpr uint64_t kLentStopWaitMs = 50;
 constexpr uint64_t kLentTeardownWaitMs = 1000;
+// While a stopping vring waits, the owner's release request is repeated this often: a NIC frees
+// only what it has finished sending, and more finishes as the wait goes on.
+constexpr uint64_t kLentReleaseRepeatMs = 10;
 
 // The start of a vhost-user message as the hooks receive it (vhost-user specification, "Message
 // format": request, flags, size, then the payload; a u64 payload right after the 12-byte header,
@@ -561,11 +564,18 @@ void VhostDevice::return_lent_locked(Vring& v) {
   SplitRing& ring = v.queue.ring();
   if (!ring.attached()) return;
   const uint16_t used_before = ring.last_used_idx();
-  const uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() * kLentStopWaitMs / 1000;
+  const uint64_t hz = rte_get_timer_hz();
+  const uint64_t deadline = rte_get_timer_cycles() + hz * kLentStopWaitMs / 1000;
+  uint64_t next_request = 0;
   // The gate is closed: this thread is the queue's owner now.
   while (true) {
     if (zc.completions_waiting()) zc.reap(ring);
-    if (zc.in_flight() == 0 || rte_get_timer_cycles() >= deadline) break;
+    const uint64_t now = rte_get_timer_cycles();
+    if (zc.in_flight() == 0 || now >= deadline) break;
+    if (options_.release_lent && now >= next_request) {
+      options_.release_lent();
+      next_request = now + hz * kLentReleaseRepeatMs / 1000;
+    }
     rte_delay_us_sleep(100);
   }
   v.queue.complete_burst(used_before);

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,11 @@ struct VhostDeviceOptions {
   // min(128, ring size / 4) per vring at a time (see ZeroCopyTracker).
   bool zero_copy = false;
   uint32_t zero_copy_min_len = kDefaultZeroCopyMinLen;
+  // Optional: asks whoever holds lent buffers to free those it is done with (the switch has its
+  // lcores clean their NIC tx queues). Called on librte_vhost's thread while a stopping guest TX
+  // vring waits for its lent chains, again every few ms of the wait; must not block. The PMD
+  // leaves it unset: the application owns its tx queues.
+  std::function<void()> release_lent;
 };
 
 // The virtio features we offer, and the vhost-user protocol features we handle.

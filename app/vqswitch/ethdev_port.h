@@ -42,6 +42,9 @@ class EthdevPort final : public Port {
   }
   uint16_t tx_prepare(uint16_t queue, rte_mbuf** pkts, uint16_t count) override;
   bool tx_ready(uint16_t) const override { return true; }
+  int tx_done_cleanup(uint16_t queue) override {
+    return rte_eth_tx_done_cleanup(port_id_, queue, 0);
+  }
   bool needs_tcp_segmentation() const override {
     return (tx_offloads_ & RTE_ETH_TX_OFFLOAD_TCP_TSO) == 0;
   }

@@ -6,6 +6,7 @@
 #include <rte_interrupts.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,8 +21,10 @@ class GuestPort final : public Port, private VhostDevice::Listener {
  public:
   // Registers the socket (listening, or connecting in client mode). nullptr with `error` set when
   // librte_vhost refuses it.
+  // `release_lent`: see VhostDeviceOptions (the switch's Switch::request_tx_release).
   static std::unique_ptr<GuestPort> create(const PortConfig& config, uint16_t index,
-                                           rte_mempool* pool, std::string* error);
+                                           rte_mempool* pool, std::function<void()> release_lent,
+                                           std::string* error);
   ~GuestPort() override;
 
   // Admits the datapath (or, false, waits until no lcore is inside a burst).

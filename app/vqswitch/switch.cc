@@ -102,7 +102,8 @@ bool Switch::build(std::string* error) {
     std::string port_error;
     std::unique_ptr<Port> port;
     if (pc.type == PortType::kVhost) {
-      port = GuestPort::create(pc, i, pool_, &port_error);
+      port = GuestPort::create(
+          pc, i, pool_, [this] { request_tx_release(); }, &port_error);
     } else {
       port = EthdevPort::create(pc, i, lcore_count, config_.burst, sleeps, pool_, &port_error);
     }
@@ -154,13 +155,18 @@ bool Switch::build(std::string* error) {
     lcores_.push_back(std::make_unique<LcoreLoop>(
         pl.lcore, pl.slot, std::move(rx),
         TxBufferSet(std::move(outputs), config_.burst, {pool_, gso_pool_}), &forwarding_,
-        pl.busy_poll_us, config_.burst));
+        pl.busy_poll_us, config_.burst, &release_epoch_));
   }
   return true;
 }
 
 Switch::~Switch() {
-  lcores_.clear();
+  {
+    // librte_vhost may call a guest's release_lent until its socket is gone: from now on it
+    // finds no lcores to wake.
+    std::lock_guard lock(release_mutex_);
+    lcores_.clear();
+  }
   // Guests first: their datapath is disabled (no lcore runs any more) before the sockets go.
   ports_.clear();
   bridge_.reset();
@@ -215,6 +221,12 @@ void Switch::run(const std::atomic<bool>& stop, const std::function<void()>& con
 
 void Switch::wake_all() {
   for (const auto& loop : lcores_) loop->wake();
+}
+
+void Switch::request_tx_release() {
+  std::lock_guard lock(release_mutex_);
+  release_epoch_.fetch_add(1, std::memory_order_relaxed);
+  wake_all();
 }
 
 void Switch::housekeeping() {

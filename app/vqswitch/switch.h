@@ -7,6 +7,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ class Switch {
   // Returns when every loop and `control` have ended.
   void run(const std::atomic<bool>& stop, const std::function<void()>& control);
   void wake_all();  // async-signal-safe: wake sleeping loops so they see `stop`
+  // Control threads: every lcore, at its next pass (woken if asleep), flushes its
+  // tx buffers and asks its NIC tx queues to free the mbufs they have sent. A guest ring that
+  // stops with buffers lent calls this while it waits for them (VhostDeviceOptions::release_lent).
+  void request_tx_release();
 
   const Config& config() const { return config_; }
   const std::vector<std::unique_ptr<Port>>& ports() const { return ports_; }
@@ -69,6 +74,8 @@ class Switch {
   Forwarding forwarding_;
   std::vector<std::unique_ptr<LcoreLoop>> lcores_;
   const std::atomic<bool>* stop_ = nullptr;
+  alignas(64) std::atomic<uint64_t> release_epoch_{0};  // see request_tx_release
+  std::mutex release_mutex_;  // request_tx_release against the lcores' destruction
 };
 
 }  // namespace vqs::app

@@ -4,7 +4,9 @@
 #include <rte_mbuf.h>
 #include <rte_tcp.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <memory>
 
 #include "ethdev_port.h"
@@ -313,6 +315,44 @@ TEST_CASE("xconnect lcore loop forwards both ways and counts unrouted input") {
     CHECK(*rte_pktmbuf_mtod(a.sent(0)[0], uint8_t*) == 0xb);
     CHECK(c.rx_counters(0).drops[static_cast<int>(SwitchDrop::kNoRoute)] == 3);
     CHECK(loop.poll_once(0) == 0);
+  }
+  CHECK(pool.available() == full);
+}
+
+TEST_CASE("a release request: each NIC tx queue of the lcore is cleaned once at its next pass") {
+  Pool pool;
+  const unsigned full = pool.available();
+  {
+    // A guest (holds nothing), a NIC that frees 5 sent packets, one that cannot (-ENOTSUP).
+    FakePort guest("g", 0, 1, 1, true), nic("n", 1, 1, 3, false), old("o", 2, 1, 1, false);
+    nic.cleanup_result = 5;
+    old.cleanup_result = -ENOTSUP;
+    for (int i = 0; i < 4; ++i) guest.inject(0, pool.packet(64, 0xa));
+    Forwarding forwarding;
+    forwarding.xconnect_peer = {1, -1, -1};
+    std::vector<RxSlot> rx(1);
+    rx[0].port = &guest;
+    std::vector<TxBufferSet::Output> outs(3);
+    outs[0].port = &guest;
+    outs[1].port = &nic;
+    outs[1].queue = 2;  // the lcore's own queue on that NIC
+    outs[2].port = &old;
+    std::atomic<uint64_t> epoch{7};
+    LcoreLoop loop(0, 2, std::move(rx), TxBufferSet(std::move(outs), 32), &forwarding, std::nullopt,
+                   32, &epoch);
+    CHECK(loop.poll_once(0) == 4);
+    CHECK(nic.cleaned.empty());  // no request yet
+    epoch.fetch_add(1);
+    CHECK(loop.poll_once(0) == 0);
+    CHECK(nic.cleaned == std::vector<uint16_t>{2});
+    CHECK(old.cleaned == std::vector<uint16_t>{0});
+    CHECK(guest.cleaned.empty());
+    CHECK(loop.counters().tx_release_requests == 1);
+    CHECK(loop.counters().tx_release_packets == 5);
+    CHECK(loop.counters().tx_release_unsupported == 1);
+    loop.poll_once(0);  // the same request is not carried out twice
+    CHECK(nic.cleaned.size() == 1);
+    CHECK(nic.sent(0).size() + nic.sent(1).size() + nic.sent(2).size() == 4);
   }
   CHECK(pool.available() == full);
 }

@@ -26,11 +26,12 @@ enum class LendResult {
 };
 
 // Builds `head` (a fresh mbuf from `pool`) as the packet in `chain` after its `hdr_size`-byte
-// virtio-net header, `pkt_len` bytes, lending the chain at descriptor `desc_head`. `iova_is_va`:
-// EAL's IOVA mode is VA, so the guest buffers' addresses are their IOVAs (else RTE_BAD_IOVA).
+// virtio-net header, `pkt_len` bytes, lending the chain at descriptor `desc_head`. `dma_ready`:
+// the chain's memory is registered for DMA at IOVA = address (GuestMapping::dma_ready), so the
+// segments carry their address as buf_iova; else RTE_BAD_IOVA, and outputs that DMA copy them.
 // On any result but kLent, `head` is unchanged and nothing is lent.
 LendResult lend_packet(const IoVecList& chain, uint32_t hdr_size, uint32_t pkt_len,
                        uint16_t desc_head, rte_mbuf* head, rte_mempool* pool,
-                       ZeroCopyTracker& tracker, bool iova_is_va);
+                       ZeroCopyTracker& tracker, bool dma_ready);
 
 }  // namespace vqs

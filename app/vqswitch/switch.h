@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config.h"
+#include "dma_registrar.h"
 #include "l2_bridge.h"
 #include "lcore_loop.h"
 #include "plan.h"
@@ -58,17 +59,22 @@ class Switch {
   L2Bridge* bridge() const { return bridge_.get(); }
   rte_mempool* pool() const { return pool_; }
   PortTotals totals(uint16_t port) const;
-  // Control thread, periodically: bridge aging.
+  // Control thread, periodically: bridge aging; guests gone with buffers lent reaped.
   void housekeeping();
 
  private:
   Switch(const Config& config, const Plan& plan) : config_(config), plan_(plan) {}
   bool build(std::string* error);
+  // With zero-copy guests: how each NIC takes lent buffers (EthdevPort::set_lent, a warning for
+  // those that get copies), and the registrar mapping guest memory for the NICs that can DMA
+  // from it (IOVA as VA). After the NICs exist, before the guests.
+  void plan_lent_buffers();
 
   const Config config_;
   const Plan plan_;
   rte_mempool* pool_ = nullptr;
-  rte_mempool* gso_pool_ = nullptr;  // indirect mbufs for software TCP segmentation
+  rte_mempool* gso_pool_ = nullptr;              // indirect mbufs for software TCP segmentation
+  std::unique_ptr<DmaRegistrar> dma_registrar_;  // outlives the guests: declared before ports_
   std::vector<std::unique_ptr<Port>> ports_;
   std::unique_ptr<L2Bridge> bridge_;
   Forwarding forwarding_;

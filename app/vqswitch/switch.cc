@@ -199,8 +199,13 @@ Switch::~Switch() {
     std::lock_guard lock(release_mutex_);
     lcores_.clear();
   }
-  // Guests first: their datapath is disabled (no lcore runs any more) before the sockets go, and
-  // their memory is DMA-unmapped before the NICs close.
+  // No lcore runs any more, so this thread may clean the NIC tx queues: lent guest buffers they
+  // still hold come back before the guests' teardown waits for them.
+  for (const auto& port : ports_)
+    if (port != nullptr && !port->is_guest())
+      for (uint16_t q = 0; q < port->tx_queue_count(); ++q) (void)port->tx_done_cleanup(q);
+  // Guests first: their datapath is disabled before the sockets go, and their memory is
+  // DMA-unmapped before the NICs close.
   for (auto& port : ports_)
     if (port != nullptr && port->is_guest()) port.reset();
   ports_.clear();

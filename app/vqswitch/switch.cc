@@ -181,7 +181,11 @@ void Switch::plan_lent_buffers() {
     const bool mappable =
         nic.dma() && nic.multi_segs() && iova_va && EalDmaRegistrar::can_map(nic.device());
     nic.set_lent(lent_policy(nic.dma(), nic.multi_segs(), mappable));
-    if (mappable) devices.push_back(nic.device());
+    if (mappable) {
+      devices.push_back(nic.device());
+      RTE_LOG(INFO, USER1, "vqswitch: port %s: guest memory is DMA-mapped for it (zero-copy)\n",
+              nic.name().c_str());
+    }
     if (nic.lent() != LentPolicy::kCopy) continue;
     const char* why = !nic.multi_segs() ? "it takes no multi-segment mbufs"
                       : !iova_va        ? "IOVA mode is PA, guest memory cannot be DMA-mapped"

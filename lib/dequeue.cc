@@ -1,6 +1,5 @@
 #include "dequeue.h"
 
-#include <rte_eal.h>
 #include <rte_ether.h>
 
 #include <cstring>
@@ -74,7 +73,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
   vq.prefetch_tx_chains(count, kZeroCopyHeadLen);
   QueueStats& stats = vq.stats();
   const uint32_t lend_min_len = zero_copy != nullptr ? vq.zero_copy_min_len() : UINT32_MAX;
-  const bool iova_is_va = rte_eal_iova_mode() == RTE_IOVA_VA;
+  const bool dma_ready = zero_copy != nullptr && zero_copy->dma_ready();
   const uint32_t hdr_size = vq.features().net_hdr_size;
   const DescChainReader& reader = vq.chain_reader();
   IoVecList& iov = vq.iov_scratch();
@@ -138,7 +137,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
       cursor.skip(hdr_size - sizeof(hdr));
       if (pkt_len >= lend_min_len) {
         const LendResult lent =
-            lend_packet(iov, hdr_size, pkt_len, head, m, stash, *zero_copy, iova_is_va);
+            lend_packet(iov, hdr_size, pkt_len, head, m, stash, *zero_copy, dma_ready);
         if (lent == LendResult::kLent) {
           // The chain goes back to the guest when its last mbuf is freed, not now.
           apply_guest_tx_offload(hdr, m);

@@ -1,16 +1,28 @@
 #include "guest_mapping.h"
 
+#include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 namespace vqs {
 
+uint64_t backing_page_size(int fd) {
+  struct statfs fs {};
+  if (fstatfs(fd, &fs) == 0 && fs.f_type == HUGETLBFS_MAGIC)
+    return static_cast<uint64_t>(fs.f_bsize);
+  return static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
 GuestMapping* GuestMapping::create(const std::vector<Region>& regions, GuestMemory* memory,
-                                   std::string* error) {
+                                   DmaRegistrar* registrar, std::string* error) {
   memory->clear();
   auto* mapping = new GuestMapping();
+  mapping->registrar_ = registrar;
+  mapping->dma_ready_ = registrar != nullptr;
   bool ok = true;
   for (size_t i = 0; i < regions.size(); ++i) {
     const Region& r = regions[i];
@@ -25,7 +37,12 @@ GuestMapping* GuestMapping::create(const std::vector<Region>& regions, GuestMemo
       ok = false;
       break;
     }
-    mapping->mapped_.push_back(Mapped{addr, r.mmap_size});
+    // The whole file mapping: mmap placed it on a page boundary of the backing pages, and its
+    // size is a multiple of them (hugetlbfs refuses anything else).
+    const bool registered = registrar != nullptr &&
+                            registrar->register_memory(addr, r.mmap_size, backing_page_size(r.fd));
+    mapping->dma_ready_ &= registered;
+    mapping->mapped_.push_back(Mapped{addr, r.mmap_size, registered});
     if (!memory->add_region(r.guest_phys_addr, r.size,
                             static_cast<uint8_t*>(addr) + r.mmap_offset)) {
       *error = "region " + std::to_string(i) + " rejected (empty, wrapping or overlapping)";
@@ -44,7 +61,10 @@ void GuestMapping::release() {
 }
 
 GuestMapping::~GuestMapping() {
-  for (const Mapped& m : mapped_) munmap(m.addr, m.len);
+  for (const Mapped& m : mapped_) {
+    if (m.registered) registrar_->unregister_memory(m.addr, m.len);
+    munmap(m.addr, m.len);
+  }
 }
 
 }  // namespace vqs

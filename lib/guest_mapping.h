@@ -4,6 +4,10 @@
 // the same region fds, MAP_SHARED) is reference counted instead: the device holds one reference,
 // and so does every ZeroCopyTracker with chains lent into it, so the memory stays mapped until
 // the last of them lets go, and a slow consumer never reads unmapped memory.
+//
+// With a DmaRegistrar, each region is also registered for DMA (IOVA = host virtual address) for
+// the mapping's life, so lent buffers may go to a NIC that DMAs as they are; the last release,
+// on whichever thread it happens, unregisters before it unmaps.
 #pragma once
 
 #include <atomic>
@@ -11,9 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "dma_registrar.h"
 #include "guest_memory.h"
 
 namespace vqs {
+
+// The size of the pages backing a mapping of `fd`: the huge page size of a hugetlbfs file (or
+// memfd), else the system page size.
+uint64_t backing_page_size(int fd);
 
 class GuestMapping {
  public:
@@ -28,15 +37,19 @@ class GuestMapping {
   };
 
   // Maps every region and fills `memory` with our addresses; nullptr (nothing left mapped,
-  // `memory` cleared) with `error` set when a region cannot be mapped or is rejected.
+  // `memory` cleared) with `error` set when a region cannot be mapped or is rejected. With a
+  // `registrar` (which must outlive the mapping) each mapped region is registered with it; a
+  // region it refuses leaves the mapping usable, but not dma_ready().
   static GuestMapping* create(const std::vector<Region>& regions, GuestMemory* memory,
-                              std::string* error);
+                              DmaRegistrar* registrar, std::string* error);
   GuestMapping(const GuestMapping&) = delete;
   GuestMapping& operator=(const GuestMapping&) = delete;
 
   void retain() { refs_.fetch_add(1, std::memory_order_relaxed); }
-  // The last release unmaps and deletes.
+  // The last release unregisters, unmaps and deletes.
   void release();
+  // Every region is registered with the registrar: buffers in it may be DMAed at IOVA = address.
+  bool dma_ready() const { return dma_ready_; }
 
  private:
   GuestMapping() = default;
@@ -45,8 +58,11 @@ class GuestMapping {
   struct Mapped {
     void* addr;
     uint64_t len;
+    bool registered;
   };
   std::vector<Mapped> mapped_;
+  DmaRegistrar* registrar_ = nullptr;
+  bool dma_ready_ = false;
   std::atomic<uint32_t> refs_{1};
 };
 

@@ -71,6 +71,9 @@ constexpr uint32_t kGetQueueNum = 17;  // VHOST_USER_GET_QUEUE_NUM
 // long the device's teardown waits before it leaves a tracker allocated.
 constexpr uint64_t kLentStopWaitMs = 50;
 constexpr uint64_t kLentTeardownWaitMs = 1000;
+// While a stopping vring waits, the owner's release request is repeated this often: a NIC frees
+// only what it has finished sending, and more finishes as the wait goes on.
+constexpr uint64_t kLentReleaseRepeatMs = 10;
 
 // The start of a vhost-user message as the hooks receive it (vhost-user specification, "Message
 // format": request, flags, size, then the payload; a u64 payload right after the 12-byte header,
@@ -340,10 +343,40 @@ void VhostDevice::on_destroy_device(int vid) {
     suspended_ = false;
     apply_locked();  // stops every vring and hands its indices back to librte_vhost
     memory_.clear();
+    if (mapping_ != nullptr) {
+      mapping_->release();  // chains still lent keep it until they complete
+      mapping_ = nullptr;
+    }
     link_up_.store(false, std::memory_order_release);
   }
   VQS_LOG(INFO, "%s: guest device %d stopped", path().c_str(), vid);
   if (listener_) listener_->on_link_change(false);
+}
+
+uint32_t VhostDevice::reap_orphans() {
+  // Cheap hints first (no lock while a guest is served, or when nothing completed): librte_vhost's
+  // thread may hold the lock through a stopping ring's wait.
+  bool waiting = false;
+  for (uint16_t i = 0; i < vring_count(); ++i) {
+    const ZeroCopyTracker* zc = vrings_[i].zero_copy.get();
+    waiting |= zc != nullptr && zc->completions_waiting();
+  }
+  if (!waiting || link_up()) {
+    uint32_t lent = 0;
+    for (uint16_t i = 0; i < vring_count(); ++i) lent += zero_copy_in_flight(i);
+    return lent;
+  }
+  std::lock_guard lock(mutex_);
+  uint32_t lent = 0;
+  for (uint16_t i = 0; i < vring_count(); ++i) {
+    ZeroCopyTracker* zc = vrings_[i].zero_copy.get();
+    if (zc == nullptr) continue;
+    // Without a running device every vring is stopped (its gate closed: we are its owner) and
+    // every chain still lent is an orphan.
+    if (!running_ && zc->completions_waiting()) zc->reap_orphans_only();
+    lent += zc->in_flight();
+  }
+  return lent;
 }
 
 bool VhostDevice::vring_enabled(uint16_t vring) {
@@ -431,9 +464,17 @@ bool VhostDevice::load_memory_locked() {
     }
     std::free(table);
     std::string error;
-    mapping_ = GuestMapping::create(regions, &memory_, &error);
-    if (mapping_ == nullptr) VQS_LOG(ERR, "%s: guest memory: %s", path().c_str(), error.c_str());
-    return mapping_ != nullptr;
+    mapping_ = GuestMapping::create(regions, &memory_, options_.dma_registrar, &error);
+    if (mapping_ == nullptr) {
+      VQS_LOG(ERR, "%s: guest memory: %s", path().c_str(), error.c_str());
+      return false;
+    }
+    if (options_.dma_registrar != nullptr && !mapping_->dma_ready())
+      VQS_LOG(WARNING,
+              "%s: guest memory not registered for DMA: what it lends is copied toward "
+              "devices that DMA",
+              path().c_str());
+    return true;
   }
   bool ok = true;
   for (uint32_t i = 0; i < table->nregions; ++i) {
@@ -561,11 +602,18 @@ void VhostDevice::return_lent_locked(Vring& v) {
   SplitRing& ring = v.queue.ring();
   if (!ring.attached()) return;
   const uint16_t used_before = ring.last_used_idx();
-  const uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() * kLentStopWaitMs / 1000;
+  const uint64_t hz = rte_get_timer_hz();
+  const uint64_t deadline = rte_get_timer_cycles() + hz * kLentStopWaitMs / 1000;
+  uint64_t next_request = 0;
   // The gate is closed: this thread is the queue's owner now.
   while (true) {
     if (zc.completions_waiting()) zc.reap(ring);
-    if (zc.in_flight() == 0 || rte_get_timer_cycles() >= deadline) break;
+    const uint64_t now = rte_get_timer_cycles();
+    if (zc.in_flight() == 0 || now >= deadline) break;
+    if (options_.release_lent && now >= next_request) {
+      options_.release_lent();
+      next_request = now + hz * kLentReleaseRepeatMs / 1000;
+    }
     rte_delay_us_sleep(100);
   }
   v.queue.complete_burst(used_before);

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,15 @@ struct VhostDeviceOptions {
   // min(128, ring size / 4) per vring at a time (see ZeroCopyTracker).
   bool zero_copy = false;
   uint32_t zero_copy_min_len = kDefaultZeroCopyMinLen;
+  // Optional: asks whoever holds lent buffers to free those it is done with (the switch has its
+  // lcores clean their NIC tx queues). Called on librte_vhost's thread while a stopping guest TX
+  // vring waits for its lent chains, again every few ms of the wait; must not block. The PMD
+  // leaves it unset: the application owns its tx queues.
+  std::function<void()> release_lent;
+  // Optional, with zero-copy: registers our mapping of the guest's memory for DMA while it lives
+  // (the switch: as external memory, mapped for its NICs, in IOVA-as-VA mode). Without it, or
+  // when it refuses a region, lent segments carry RTE_BAD_IOVA. Must outlive the device.
+  DmaRegistrar* dma_registrar = nullptr;
 };
 
 // The virtio features we offer, and the vhost-user protocol features we handle.
@@ -115,6 +125,10 @@ class VhostDevice {
   }
   bool zero_copy_enabled(uint16_t vring) const { return vrings_[vring].zero_copy != nullptr; }
   uint32_t zero_copy_min_len() const { return options_.zero_copy_min_len; }
+  // Control plane, now and then: with the guest gone, frees the slots of lent chains completed
+  // since, so that the memory they kept (mapping, DMA registration) goes without waiting for the
+  // guest to come back. Returns the chains still lent.
+  uint32_t reap_orphans();
   // Vrings the guest enabled beyond the queue pairs we serve (a configuration mismatch that
   // GET_QUEUE_NUM does not prevent with a frontend that does not ask it, e.g. virtio_user).
   uint64_t unserved_vring_enables() const { return unserved_vring_enables_.load(); }

@@ -6,7 +6,7 @@ namespace vqs {
 
 LendResult lend_packet(const IoVecList& chain, uint32_t hdr_size, uint32_t pkt_len,
                        uint16_t desc_head, rte_mbuf* head, MbufStash& stash,
-                       ZeroCopyTracker& tracker, bool iova_is_va) {
+                       ZeroCopyTracker& tracker, bool dma_ready) {
   const uint32_t head_len = pkt_len < kZeroCopyHeadLen ? pkt_len : kZeroCopyHeadLen;
   if (head_len == pkt_len || head_len > rte_pktmbuf_tailroom(head))
     return LendResult::kNotAttachable;
@@ -49,8 +49,8 @@ LendResult lend_packet(const IoVecList& chain, uint32_t hdr_size, uint32_t pkt_l
   for (uint32_t i = 0; i < count; ++i) {
     rte_mbuf* seg = segs[i];
     const rte_iova_t iova =
-        iova_is_va ? static_cast<rte_iova_t>(reinterpret_cast<uintptr_t>(pieces[i].base))
-                   : RTE_BAD_IOVA;
+        dma_ready ? static_cast<rte_iova_t>(reinterpret_cast<uintptr_t>(pieces[i].base))
+                  : RTE_BAD_IOVA;
     rte_pktmbuf_attach_extbuf(seg, pieces[i].base, iova, static_cast<uint16_t>(pieces[i].len),
                               shinfo);
     seg->data_len = static_cast<uint16_t>(pieces[i].len);

@@ -28,10 +28,12 @@ enum class LendResult {
 
 // Builds `head` (a fresh mbuf) as the packet in `chain` after its `hdr_size`-byte virtio-net
 // header, `pkt_len` bytes, lending the chain at descriptor `desc_head`; the payload segments come
-// from `stash`. `iova_is_va`: EAL's IOVA mode is VA, so the guest buffers' addresses are their
-// IOVAs (else RTE_BAD_IOVA). On any result but kLent, `head` is unchanged and nothing is lent.
+// from `stash`. `dma_ready`: the chain's memory is registered for DMA at IOVA = address
+// (GuestMapping::dma_ready), so the segments carry their address as buf_iova; else RTE_BAD_IOVA,
+// and outputs that DMA copy them. On any result but kLent, `head` is unchanged and nothing is
+// lent.
 LendResult lend_packet(const IoVecList& chain, uint32_t hdr_size, uint32_t pkt_len,
                        uint16_t desc_head, rte_mbuf* head, MbufStash& stash,
-                       ZeroCopyTracker& tracker, bool iova_is_va);
+                       ZeroCopyTracker& tracker, bool dma_ready);
 
 }  // namespace vqs

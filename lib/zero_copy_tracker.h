@@ -64,6 +64,8 @@ class ZeroCopyTracker {
   void reap_orphans_only();
 
   uint16_t limit() const { return limit_; }
+  // Owner: whether chains lent now come from memory registered for DMA (GuestMapping::dma_ready).
+  bool dma_ready() const { return mapping_ != nullptr && mapping_->dma_ready(); }
   // Chains lent now, orphans included. Owner; other threads read a recent value.
   uint16_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
 

@@ -17,10 +17,13 @@ std::string dpdk_error(const char* what, int rc) {
   return std::string(what) + " failed: " + rte_strerror(rc < 0 ? -rc : rc);
 }
 
-// Whether a segment after the head is an external buffer: a guest's, lent by zero-copy dequeue.
-bool lends_guest_memory(const rte_mbuf* m) {
-  for (const rte_mbuf* seg = m->next; seg != nullptr; seg = seg->next)
-    if (RTE_MBUF_HAS_EXTBUF(seg)) return true;
+// Whether a segment after the head is an external buffer (a guest's, lent by zero-copy dequeue)
+// that `policy` does not let the device have as it is.
+bool must_copy(const rte_mbuf* m, LentPolicy policy) {
+  for (const rte_mbuf* seg = m->next; seg != nullptr; seg = seg->next) {
+    if (!RTE_MBUF_HAS_EXTBUF(seg)) continue;
+    if (policy == LentPolicy::kCopy || seg->buf_iova == RTE_BAD_IOVA) return true;
+  }
   return false;
 }
 
@@ -35,6 +38,12 @@ std::string ethdev_name(const std::string& device) {
   char full[PCI_PRI_STR_SIZE];
   rte_pci_device_name(&addr, full, sizeof(full));
   return full;
+}
+
+LentPolicy lent_policy(bool dma, bool multi_segs, bool dma_mappable) {
+  if (!multi_segs) return LentPolicy::kCopy;
+  if (!dma) return LentPolicy::kAsIs;
+  return dma_mappable ? LentPolicy::kAsIsIfDmaReady : LentPolicy::kCopy;
 }
 
 std::unique_ptr<EthdevPort> EthdevPort::create(const PortConfig& config, uint16_t index,
@@ -86,14 +95,15 @@ bool EthdevPort::start(uint16_t tx_queues, uint16_t burst, bool rx_interrupts, r
   // What guests leave to the output (checksums, TSO) and chained mbufs (frames over one mbuf),
   // where the device has them; tx_prepare() covers the rest in software or drops it, counted.
   // A vdev (tap, af_packet, ring, null ...) reads mbufs with the CPU; anything else may DMA.
-  const bool dma = std::strcmp(rte_bus_name(rte_dev_bus(info.device)), "vdev") != 0;
+  device_ = info.device;
+  dma_ = std::strcmp(rte_bus_name(rte_dev_bus(info.device)), "vdev") != 0;
   pool_ = pool;
   tx_offloads_ =
       info.tx_offload_capa &
       (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_TCP_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM |
        RTE_ETH_TX_OFFLOAD_TCP_TSO | RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
   conf.txmode.offloads = tx_offloads_;
-  copies_lent_ = dma || (tx_offloads_ & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) == 0;
+  lent_ = lent_policy(dma_, multi_segs(), false);
   if (config_.mtu != 0) {
     conf.rxmode.mtu = config_.mtu;
     // Frames larger than one mbuf arrive chained, where the device can do it.
@@ -203,7 +213,7 @@ uint16_t EthdevPort::tx_prepare(uint16_t queue, rte_mbuf** pkts, uint16_t count)
   bool requests = false;
   for (uint16_t i = 0; i < count; ++i) {
     rte_mbuf* m = pkts[i];
-    if (copies_lent_ && m->nb_segs > 1 && lends_guest_memory(m)) {
+    if (lent_ != LentPolicy::kAsIs && m->nb_segs > 1 && must_copy(m, lent_)) {
       // Into our own mbufs (one, when it fits); the original goes, returning the guest's buffer.
       rte_mbuf* copy = rte_pktmbuf_copy(m, pool_, 0, UINT32_MAX);
       rte_pktmbuf_free(m);

@@ -17,6 +17,18 @@ namespace vqs::app {
 // arguments ("net_tap0,iface=t0"), or a PCI address in full form ("03:00.0" is "0000:03:00.0").
 std::string ethdev_name(const std::string& device);
 
+// How an ethdev port sends packets holding lent guest buffers (dequeue zero-copy).
+enum class LentPolicy : uint8_t {
+  kAsIs,            // a vdev: reads them with the CPU
+  kAsIsIfDmaReady,  // a device that DMAs, for which guest memory is DMA-mapped (IOVA as VA): as
+                    // they are when the segments carry an IOVA, else copied (memory not mapped)
+  kCopy,            // copied into our own mbufs: no multi-segment tx, or a DMA device guest
+                    // memory cannot be mapped for (IOVA as PA, rte_dev_dma_map unsupported)
+};
+// `dma`: the device is not a vdev (it may DMA); `multi_segs`: it sends chained mbufs;
+// `dma_mappable`: IOVA-as-VA mode and rte_dev_dma_map works on the device.
+LentPolicy lent_policy(bool dma, bool multi_segs, bool dma_mappable);
+
 class EthdevPort final : public Port {
  public:
   // Probes the device if EAL has not (PCI address or vdev string), configures `tx_queues` tx
@@ -29,6 +41,14 @@ class EthdevPort final : public Port {
 
   uint16_t port_id() const { return port_id_; }
   const PortConfig& config() const { return config_; }
+  rte_device* device() const { return device_; }
+  // Not a vdev: it may DMA from the buffers it is given.
+  bool dma() const { return dma_; }
+  bool multi_segs() const { return (tx_offloads_ & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0; }
+  LentPolicy lent() const { return lent_; }
+  // Before forwarding starts: the switch, knowing whether guest memory will be DMA-mapped for
+  // this device. The default is lent_policy(dma(), multi_segs(), false).
+  void set_lent(LentPolicy policy) { lent_ = policy; }
 
   bool is_guest() const override { return false; }
   uint16_t rx_queue_count() const override { return config_.queues; }
@@ -42,6 +62,9 @@ class EthdevPort final : public Port {
   }
   uint16_t tx_prepare(uint16_t queue, rte_mbuf** pkts, uint16_t count) override;
   bool tx_ready(uint16_t) const override { return true; }
+  int tx_done_cleanup(uint16_t queue) override {
+    return rte_eth_tx_done_cleanup(port_id_, queue, 0);
+  }
   bool needs_tcp_segmentation() const override {
     return (tx_offloads_ & RTE_ETH_TX_OFFLOAD_TCP_TSO) == 0;
   }
@@ -60,10 +83,10 @@ class EthdevPort final : public Port {
   uint16_t rx_descriptors_ = 0;
   bool rx_interrupts_ = false;
   uint64_t tx_offloads_ = 0;  // enabled on the device (checksums, TSO, multi-segment)
-  // Lent guest buffers (zero-copy) are sent as copies: the device DMAs (not a vdev) from
-  // addresses guest memory is not registered for, or takes no chained mbufs.
-  bool copies_lent_ = false;
-  rte_mempool* pool_ = nullptr;  // for those copies
+  rte_device* device_ = nullptr;
+  bool dma_ = false;
+  LentPolicy lent_ = LentPolicy::kCopy;
+  rte_mempool* pool_ = nullptr;  // for copies of lent guest buffers
   bool started_ = false;
 };
 

@@ -26,7 +26,8 @@ GuestPort::GuestPort(const PortConfig& config, uint16_t index, rte_mempool* pool
 }
 
 std::unique_ptr<GuestPort> GuestPort::create(const PortConfig& config, uint16_t index,
-                                             rte_mempool* pool, std::string* error) {
+                                             rte_mempool* pool, ZeroCopyHooks hooks,
+                                             std::string* error) {
   std::unique_ptr<GuestPort> port(new GuestPort(config, index, pool));
   VhostDeviceOptions options;
   options.path = config.socket;
@@ -39,6 +40,8 @@ std::unique_ptr<GuestPort> GuestPort::create(const PortConfig& config, uint16_t 
   options.notify.refill_threshold = config.refill_threshold;
   options.zero_copy = config.zerocopy;
   options.zero_copy_min_len = config.zerocopy_min_len;
+  options.release_lent = std::move(hooks.release_lent);
+  options.dma_registrar = hooks.dma_registrar;
   port->device_ = VhostDevice::create(options, port.get(), error);
   if (port->device_ == nullptr) return nullptr;
   for (uint16_t q = 0; q < config.queues; ++q) {

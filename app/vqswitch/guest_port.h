@@ -6,6 +6,7 @@
 #include <rte_interrupts.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,13 +21,22 @@ class GuestPort final : public Port, private VhostDevice::Listener {
  public:
   // Registers the socket (listening, or connecting in client mode). nullptr with `error` set when
   // librte_vhost refuses it.
+  // For zero-copy, from the switch (see VhostDeviceOptions): how to have lent buffers released
+  // (Switch::request_tx_release), and the registrar that maps guest memory for its NICs.
+  struct ZeroCopyHooks {
+    std::function<void()> release_lent;
+    DmaRegistrar* dma_registrar = nullptr;
+  };
   static std::unique_ptr<GuestPort> create(const PortConfig& config, uint16_t index,
-                                           rte_mempool* pool, std::string* error);
+                                           rte_mempool* pool, ZeroCopyHooks hooks,
+                                           std::string* error);
   ~GuestPort() override;
 
   // Admits the datapath (or, false, waits until no lcore is inside a burst).
   void set_enabled(bool enabled) { device_->set_datapath_enabled(enabled); }
   const VhostDevice& device() const { return *device_; }
+  // Control thread, now and then: VhostDevice::reap_orphans.
+  void reap_orphans() { device_->reap_orphans(); }
   const PortConfig& config() const { return config_; }
 
   bool is_guest() const override { return true; }

@@ -21,13 +21,15 @@ constexpr int kLongSleepMs = 100;
 
 LcoreLoop::LcoreLoop(unsigned lcore, uint16_t slot, std::vector<RxSlot> rx, TxBufferSet tx,
                      const Forwarding* forwarding, std::optional<uint32_t> busy_poll_us,
-                     uint16_t burst)
+                     uint16_t burst, const std::atomic<uint64_t>* release_epoch)
     : lcore_(lcore),
       slot_(slot),
       poller_(std::move(rx), burst),
       tx_(std::move(tx)),
       forwarding_(forwarding),
-      busy_poll_us_(busy_poll_us) {
+      busy_poll_us_(busy_poll_us),
+      release_epoch_(release_epoch) {
+  if (release_epoch_ != nullptr) release_seen_ = release_epoch_->load(std::memory_order_relaxed);
   if (!busy_poll_us_) return;
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -74,7 +76,21 @@ void LcoreLoop::forward(RxSlot& slot, rte_mbuf** pkts, uint16_t count, uint64_t 
   for (uint16_t i = 0; i < count; ++i) tx_.push(static_cast<uint16_t>(peer), pkts[i]);
 }
 
+void LcoreLoop::release_sent(uint64_t epoch) {
+  release_seen_ = epoch;
+  const TxBufferSet::Released r = tx_.release_sent();
+  ++counters_.tx_release_requests;
+  counters_.tx_release_packets += r.packets;
+  counters_.tx_release_unsupported += r.unsupported;
+}
+
 uint32_t LcoreLoop::poll_once(uint64_t now_tsc) {
+  // Once per pass, not per packet: a request is rare (a guest ring stopping with buffers lent).
+  if (release_epoch_ != nullptr) {
+    const uint64_t epoch = release_epoch_->load(std::memory_order_relaxed);
+    if (epoch != release_seen_) [[unlikely]]
+      release_sent(epoch);
+  }
   uint32_t taken = 0;
   for (RxSlot& slot : poller_.slots()) {
     taken += poller_.visit(slot, [&](RxSlot& s, rte_mbuf** pkts, uint16_t count) {

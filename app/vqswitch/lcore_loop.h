@@ -33,12 +33,20 @@ struct alignas(64) LcoreCounters {
   uint64_t rx_interrupt_wakeups = 0;  // ... by a NIC rx interrupt
   uint64_t busy_cycles = 0;           // TSC cycles in iterations that found work
   uint64_t idle_cycles = 0;
+  // Requests to free sent mbufs (a guest ring stopping with buffers lent) carried out on this
+  // lcore's NIC tx queues, the packets that freed, and the queues whose device cannot do it.
+  uint64_t tx_release_requests = 0;
+  uint64_t tx_release_packets = 0;
+  uint64_t tx_release_unsupported = 0;
 };
 
 class LcoreLoop {
  public:
+  // `release_epoch` (optional): a counter the switch bumps, then wakes us, to have every lcore
+  // ask its NIC tx queues to free what they have sent (TxBufferSet::release_sent).
   LcoreLoop(unsigned lcore, uint16_t slot, std::vector<RxSlot> rx, TxBufferSet tx,
-            const Forwarding* forwarding, std::optional<uint32_t> busy_poll_us, uint16_t burst);
+            const Forwarding* forwarding, std::optional<uint32_t> busy_poll_us, uint16_t burst,
+            const std::atomic<uint64_t>* release_epoch = nullptr);
   ~LcoreLoop();
   LcoreLoop(const LcoreLoop&) = delete;
   LcoreLoop& operator=(const LcoreLoop&) = delete;
@@ -47,7 +55,8 @@ class LcoreLoop {
   uint16_t slot() const { return slot_; }
   // Runs until `stop` is set (then wake() it so a sleeping loop notices).
   void run(const std::atomic<bool>& stop);
-  // One pass over every rx queue; returns the packets taken (tests drive the loop with it).
+  // One pass over every rx queue, after a release request that came since the last pass;
+  // returns the packets taken (tests drive the loop with it).
   uint32_t poll_once(uint64_t now_tsc);
   void wake();  // async-signal-safe
 
@@ -57,6 +66,7 @@ class LcoreLoop {
  private:
   void forward(RxSlot& slot, rte_mbuf** pkts, uint16_t count, uint64_t now_tsc);
   void sleep_until_woken();
+  void release_sent(uint64_t epoch);
 
   const unsigned lcore_;
   const uint16_t slot_;
@@ -70,6 +80,8 @@ class LcoreLoop {
   bool wake_watched_ = false;
   std::vector<bool> watched_;  // by slot: its wake-up is in epoll_fd_
   bool every_queue_can_wake_ = false;
+  const std::atomic<uint64_t>* const release_epoch_;
+  uint64_t release_seen_ = 0;
   LcoreCounters counters_;
 };
 

@@ -87,6 +87,11 @@ class Port {
   virtual bool watch_rx_wake(uint16_t queue, int epfd, bool add, void* data) = 0;
   virtual bool arm_rx_wake(uint16_t queue, bool armed) = 0;
 
+  // Asks the device to free the mbufs of packets it has finished sending on tx queue `queue`
+  // (rte_eth_tx_done_cleanup); called as tx_burst is (by the queue's lcore, or under its lock).
+  // Returns the packets freed, or -ENOTSUP when the device cannot. A guest holds no mbufs.
+  virtual int tx_done_cleanup(uint16_t /*queue*/) { return 0; }
+
   // Called by the lcore that transmits on the port, between bursts: deferred work such as
   // coalesced guest notifications whose time has come. Returns whether deferred work remains.
   virtual bool tx_housekeeping(uint16_t /*queue*/, uint64_t /*now_tsc*/) { return false; }

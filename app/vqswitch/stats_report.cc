@@ -85,9 +85,11 @@ void StatsReport::print_totals(std::FILE* out) const {
     const uint64_t cycles = c.busy_cycles + c.idle_cycles;
     std::fprintf(out,
                  "  lcore %-3u packets %lu  busy %.1f%%  visits ended by weight %lu, empty %lu  "
-                 "sleeps %lu (woken %lu: kicks %lu, rx interrupts %lu)\n",
+                 "sleeps %lu (woken %lu: kicks %lu, rx interrupts %lu)  tx release requests %lu "
+                 "(packets freed %lu, unsupported %lu)\n",
                  loop->lcore(), c.packets, cycles ? 100.0 * c.busy_cycles / cycles : 0.0, by_weight,
-                 empty, c.sleeps, c.wakeups, c.kick_wakeups, c.rx_interrupt_wakeups);
+                 empty, c.sleeps, c.wakeups, c.kick_wakeups, c.rx_interrupt_wakeups,
+                 c.tx_release_requests, c.tx_release_packets, c.tx_release_unsupported);
   }
   if (const L2Bridge* bridge = switch_.bridge()) {
     const BridgeCounters b = bridge->counters();

@@ -1,5 +1,6 @@
 #include "switch.h"
 
+#include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <thread>
 
+#include "eal_dma_registrar.h"
 #include "ethdev_port.h"
 #include "guest_port.h"
 
@@ -97,21 +99,29 @@ bool Switch::build(std::string* error) {
   for (const PlannedLcore& l : plan_.lcores) sleeps |= l.busy_poll_us.has_value();
 
   const auto lcore_count = static_cast<uint16_t>(plan_.lcores.size());
-  for (uint16_t i = 0; i < config_.ports.size(); ++i) {
-    const PortConfig& pc = config_.ports[i];
-    std::string port_error;
-    std::unique_ptr<Port> port;
-    if (pc.type == PortType::kVhost) {
-      port = GuestPort::create(pc, i, pool_, &port_error);
-    } else {
-      port = EthdevPort::create(pc, i, lcore_count, config_.burst, sleeps, pool_, &port_error);
+  // NICs first: whether guest memory can be DMA-mapped for them decides how guests register it.
+  ports_.resize(config_.ports.size());
+  for (const bool guests : {false, true}) {
+    if (guests) plan_lent_buffers();
+    for (uint16_t i = 0; i < config_.ports.size(); ++i) {
+      const PortConfig& pc = config_.ports[i];
+      if ((pc.type == PortType::kVhost) != guests) continue;
+      std::string port_error;
+      if (guests) {
+        GuestPort::ZeroCopyHooks hooks;
+        hooks.release_lent = [this] { request_tx_release(); };
+        hooks.dma_registrar = dma_registrar_.get();
+        ports_[i] = GuestPort::create(pc, i, pool_, std::move(hooks), &port_error);
+      } else {
+        ports_[i] =
+            EthdevPort::create(pc, i, lcore_count, config_.burst, sleeps, pool_, &port_error);
+      }
+      if (ports_[i] == nullptr) {
+        // Named like a config error: the file, where the port is, and what failed.
+        *error = config_.error_at("ports[" + std::to_string(i) + "]", pc.name + ": " + port_error);
+        return false;
+      }
     }
-    if (port == nullptr) {
-      // Named like a config error: the file, where the port is, and what failed.
-      *error = config_.error_at("ports[" + std::to_string(i) + "]", pc.name + ": " + port_error);
-      return false;
-    }
-    ports_.push_back(std::move(port));
   }
 
   forwarding_.mode = config_.forwarding.mode;
@@ -154,14 +164,54 @@ bool Switch::build(std::string* error) {
     lcores_.push_back(std::make_unique<LcoreLoop>(
         pl.lcore, pl.slot, std::move(rx),
         TxBufferSet(std::move(outputs), config_.burst, {pool_, gso_pool_}), &forwarding_,
-        pl.busy_poll_us, config_.burst));
+        pl.busy_poll_us, config_.burst, &release_epoch_));
   }
   return true;
 }
 
+void Switch::plan_lent_buffers() {
+  const bool zero_copy = std::any_of(config_.ports.begin(), config_.ports.end(),
+                                     [](const PortConfig& p) { return p.zerocopy; });
+  if (!zero_copy) return;
+  const bool iova_va = rte_eal_iova_mode() == RTE_IOVA_VA;
+  std::vector<rte_device*> devices;
+  for (const auto& port : ports_) {
+    if (port == nullptr || port->is_guest()) continue;
+    auto& nic = static_cast<EthdevPort&>(*port);
+    const bool mappable =
+        nic.dma() && nic.multi_segs() && iova_va && EalDmaRegistrar::can_map(nic.device());
+    nic.set_lent(lent_policy(nic.dma(), nic.multi_segs(), mappable));
+    if (mappable) {
+      devices.push_back(nic.device());
+      RTE_LOG(INFO, USER1, "vqswitch: port %s: guest memory is DMA-mapped for it (zero-copy)\n",
+              nic.name().c_str());
+    }
+    if (nic.lent() != LentPolicy::kCopy) continue;
+    const char* why = !nic.multi_segs() ? "it takes no multi-segment mbufs"
+                      : !iova_va        ? "IOVA mode is PA, guest memory cannot be DMA-mapped"
+                                        : "the device refuses rte_dev_dma_map of guest memory";
+    RTE_LOG(WARNING, USER1, "vqswitch: port %s: zero-copy guest buffers are copied toward it: %s\n",
+            nic.name().c_str(), why);
+  }
+  if (!devices.empty()) dma_registrar_ = std::make_unique<EalDmaRegistrar>(std::move(devices));
+}
+
 Switch::~Switch() {
-  lcores_.clear();
-  // Guests first: their datapath is disabled (no lcore runs any more) before the sockets go.
+  {
+    // librte_vhost may call a guest's release_lent until its socket is gone: from now on it
+    // finds no lcores to wake.
+    std::lock_guard lock(release_mutex_);
+    lcores_.clear();
+  }
+  // No lcore runs any more, so this thread may clean the NIC tx queues: lent guest buffers they
+  // still hold come back before the guests' teardown waits for them.
+  for (const auto& port : ports_)
+    if (port != nullptr && !port->is_guest())
+      for (uint16_t q = 0; q < port->tx_queue_count(); ++q) (void)port->tx_done_cleanup(q);
+  // Guests first: their datapath is disabled before the sockets go, and their memory is
+  // DMA-unmapped before the NICs close.
+  for (auto& port : ports_)
+    if (port != nullptr && port->is_guest()) port.reset();
   ports_.clear();
   bridge_.reset();
   if (pool_ != nullptr) rte_mempool_free(pool_);
@@ -217,8 +267,19 @@ void Switch::wake_all() {
   for (const auto& loop : lcores_) loop->wake();
 }
 
+void Switch::request_tx_release() {
+  std::lock_guard lock(release_mutex_);
+  release_epoch_.fetch_add(1, std::memory_order_relaxed);
+  wake_all();
+}
+
 void Switch::housekeeping() {
   if (bridge_ != nullptr) bridge_->age(rte_rdtsc());
+  // A guest that left with buffers lent: once they are freed, its memory goes (and its DMA
+  // registration) without waiting for it to come back.
+  for (const auto& port : ports_)
+    if (port->is_guest() && static_cast<const GuestPort&>(*port).config().zerocopy)
+      static_cast<GuestPort&>(*port).reap_orphans();
 }
 
 PortTotals Switch::totals(uint16_t index) const {

@@ -7,10 +7,12 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "config.h"
+#include "dma_registrar.h"
 #include "l2_bridge.h"
 #include "lcore_loop.h"
 #include "plan.h"
@@ -46,6 +48,10 @@ class Switch {
   // Returns when every loop and `control` have ended.
   void run(const std::atomic<bool>& stop, const std::function<void()>& control);
   void wake_all();  // async-signal-safe: wake sleeping loops so they see `stop`
+  // Control threads: every lcore, at its next pass (woken if asleep), flushes its
+  // tx buffers and asks its NIC tx queues to free the mbufs they have sent. A guest ring that
+  // stops with buffers lent calls this while it waits for them (VhostDeviceOptions::release_lent).
+  void request_tx_release();
 
   const Config& config() const { return config_; }
   const std::vector<std::unique_ptr<Port>>& ports() const { return ports_; }
@@ -53,22 +59,29 @@ class Switch {
   L2Bridge* bridge() const { return bridge_.get(); }
   rte_mempool* pool() const { return pool_; }
   PortTotals totals(uint16_t port) const;
-  // Control thread, periodically: bridge aging.
+  // Control thread, periodically: bridge aging; guests gone with buffers lent reaped.
   void housekeeping();
 
  private:
   Switch(const Config& config, const Plan& plan) : config_(config), plan_(plan) {}
   bool build(std::string* error);
+  // With zero-copy guests: how each NIC takes lent buffers (EthdevPort::set_lent, a warning for
+  // those that get copies), and the registrar mapping guest memory for the NICs that can DMA
+  // from it (IOVA as VA). After the NICs exist, before the guests.
+  void plan_lent_buffers();
 
   const Config config_;
   const Plan plan_;
   rte_mempool* pool_ = nullptr;
-  rte_mempool* gso_pool_ = nullptr;  // indirect mbufs for software TCP segmentation
+  rte_mempool* gso_pool_ = nullptr;              // indirect mbufs for software TCP segmentation
+  std::unique_ptr<DmaRegistrar> dma_registrar_;  // outlives the guests: declared before ports_
   std::vector<std::unique_ptr<Port>> ports_;
   std::unique_ptr<L2Bridge> bridge_;
   Forwarding forwarding_;
   std::vector<std::unique_ptr<LcoreLoop>> lcores_;
   const std::atomic<bool>* stop_ = nullptr;
+  alignas(64) std::atomic<uint64_t> release_epoch_{0};  // see request_tx_release
+  std::mutex release_mutex_;  // request_tx_release against the lcores' destruction
 };
 
 }  // namespace vqs::app

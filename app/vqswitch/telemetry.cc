@@ -116,6 +116,9 @@ int lcores_command(const char*, const char* params, rte_tel_data* d) {
     add_u64(d, "wakeups", c.wakeups);
     add_u64(d, "kick_wakeups", c.kick_wakeups);
     add_u64(d, "rx_interrupt_wakeups", c.rx_interrupt_wakeups);
+    add_u64(d, "tx_release_requests", c.tx_release_requests);
+    add_u64(d, "tx_release_packets", c.tx_release_packets);
+    add_u64(d, "tx_release_unsupported", c.tx_release_unsupported);
     return 0;
   }
   return -1;  // no such forwarding lcore

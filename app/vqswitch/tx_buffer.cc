@@ -3,6 +3,7 @@
 #include <rte_ethdev.h>
 
 #include <algorithm>
+#include <cerrno>
 
 namespace vqs::app {
 
@@ -106,6 +107,21 @@ void TxBufferSet::send(Buffer& b) {
     deferred_.push_back(static_cast<uint16_t>(&b - buffers_.data()));
   }
   b.count = 0;
+}
+
+TxBufferSet::Released TxBufferSet::release_sent() {
+  flush();
+  Released r;
+  for (const Buffer& b : buffers_) {
+    Port* const port = b.out.port;
+    if (port->is_guest()) continue;
+    if (b.out.shared) rte_spinlock_lock(port->tx_lock(b.out.queue));
+    const int rc = port->tx_done_cleanup(b.out.queue);
+    if (b.out.shared) rte_spinlock_unlock(port->tx_lock(b.out.queue));
+    if (rc > 0) r.packets += static_cast<uint64_t>(rc);
+    if (rc == -ENOTSUP) ++r.unsupported;
+  }
+  return r;
 }
 
 void TxBufferSet::housekeeping(uint64_t now_tsc) {

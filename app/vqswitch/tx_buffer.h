@@ -67,6 +67,15 @@ class TxBufferSet {
   // counted (tx_guest_full / tx_queue_full); toward a port that cannot send now, link_down.
   void flush();
 
+  // What release_sent() got back.
+  struct Released {
+    uint64_t packets = 0;      // freed by the devices
+    uint32_t unsupported = 0;  // tx queues whose device cannot free on request (-ENOTSUP)
+  };
+  // Flushes, then asks this lcore's tx queue on every NIC to free the mbufs of packets it has
+  // sent: a stopping guest gets its lent buffers back sooner (see Switch::request_tx_release).
+  Released release_sent();
+
   // Deferred per-queue work (coalesced guest notifications) of the outputs flushed since it was
   // last done: a list, so the cost follows the outputs in use, not the guests configured.
   void housekeeping(uint64_t now_tsc);

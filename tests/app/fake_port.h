@@ -44,6 +44,9 @@ class FakePort final : public Port {
   bool up = true;
   bool segments_tcp = true;  // false: TSO trains are cut before tx (a NIC without TSO)
   uint64_t rx_polls = 0;
+  // tx_done_cleanup: the queues asked, and what the device answers (packets freed, or -ENOTSUP).
+  std::vector<uint16_t> cleaned;
+  int cleanup_result = 0;
 
   // Port.
   bool is_guest() const override { return guest_; }
@@ -80,6 +83,10 @@ class FakePort final : public Port {
     return n;
   }
   bool tx_ready(uint16_t) const override { return up; }
+  int tx_done_cleanup(uint16_t queue) override {
+    cleaned.push_back(queue);
+    return cleanup_result;
+  }
   bool needs_tcp_segmentation() const override { return !segments_tcp; }
   bool watch_rx_wake(uint16_t, int, bool, void*) override { return false; }
   bool arm_rx_wake(uint16_t, bool) override { return false; }

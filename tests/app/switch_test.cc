@@ -1,12 +1,18 @@
 // Tx buffers, weighted polling and the lcore loop (xconnect), over fake ports.
+#include <rte_eth_ring.h>
 #include <rte_ether.h>
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 #include <rte_tcp.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <memory>
 
+#include "eal_dma_registrar.h"
 #include "ethdev_port.h"
 #include "fake_port.h"
 #include "lcore_loop.h"
@@ -314,6 +320,160 @@ TEST_CASE("xconnect lcore loop forwards both ways and counts unrouted input") {
     CHECK(c.rx_counters(0).drops[static_cast<int>(SwitchDrop::kNoRoute)] == 3);
     CHECK(loop.poll_once(0) == 0);
   }
+  CHECK(pool.available() == full);
+}
+
+TEST_CASE("a release request: each NIC tx queue of the lcore is cleaned once at its next pass") {
+  Pool pool;
+  const unsigned full = pool.available();
+  {
+    // A guest (holds nothing), a NIC that frees 5 sent packets, one that cannot (-ENOTSUP).
+    FakePort guest("g", 0, 1, 1, true), nic("n", 1, 1, 3, false), old("o", 2, 1, 1, false);
+    nic.cleanup_result = 5;
+    old.cleanup_result = -ENOTSUP;
+    for (int i = 0; i < 4; ++i) guest.inject(0, pool.packet(64, 0xa));
+    Forwarding forwarding;
+    forwarding.xconnect_peer = {1, -1, -1};
+    std::vector<RxSlot> rx(1);
+    rx[0].port = &guest;
+    std::vector<TxBufferSet::Output> outs(3);
+    outs[0].port = &guest;
+    outs[1].port = &nic;
+    outs[1].queue = 2;  // the lcore's own queue on that NIC
+    outs[2].port = &old;
+    std::atomic<uint64_t> epoch{7};
+    LcoreLoop loop(0, 2, std::move(rx), TxBufferSet(std::move(outs), 32), &forwarding, std::nullopt,
+                   32, &epoch);
+    CHECK(loop.poll_once(0) == 4);
+    CHECK(nic.cleaned.empty());  // no request yet
+    epoch.fetch_add(1);
+    CHECK(loop.poll_once(0) == 0);
+    CHECK(nic.cleaned == std::vector<uint16_t>{2});
+    CHECK(old.cleaned == std::vector<uint16_t>{0});
+    CHECK(guest.cleaned.empty());
+    CHECK(loop.counters().tx_release_requests == 1);
+    CHECK(loop.counters().tx_release_packets == 5);
+    CHECK(loop.counters().tx_release_unsupported == 1);
+    loop.poll_once(0);  // the same request is not carried out twice
+    CHECK(nic.cleaned.size() == 1);
+    CHECK(nic.sent(0).size() + nic.sent(1).size() + nic.sent(2).size() == 4);
+  }
+  CHECK(pool.available() == full);
+}
+
+TEST_CASE("lent guest buffers: as they are to a vdev, copied where DMA is impossible") {
+  // dma, multi_segs, dma_mappable
+  CHECK(lent_policy(false, true, false) == LentPolicy::kAsIs);
+  CHECK(lent_policy(false, true, true) == LentPolicy::kAsIs);
+  CHECK(lent_policy(false, false, false) == LentPolicy::kCopy);
+  CHECK(lent_policy(true, false, true) == LentPolicy::kCopy);
+  CHECK(lent_policy(true, true, false) == LentPolicy::kCopy);  // IOVA as PA, or no dma map
+  CHECK(lent_policy(true, true, true) == LentPolicy::kAsIsIfDmaReady);
+}
+
+// A lent packet as zero-copy dequeue builds it: a head of ours, then a guest buffer attached as
+// an external buffer, with `iova` as its buf_iova.
+struct LentPacket {
+  static void on_free(void*, void* opaque) { ++*static_cast<int*>(opaque); }
+  LentPacket(rte_mempool* pool, rte_iova_t iova, int* freed) {
+    std::memset(guest, 0x5a, sizeof(guest));
+    shinfo.free_cb = on_free;
+    shinfo.fcb_opaque = freed;
+    rte_mbuf_ext_refcnt_set(&shinfo, 1);
+    head = rte_pktmbuf_alloc(pool);
+    rte_mbuf* seg = rte_pktmbuf_alloc(pool);
+    REQUIRE((head != nullptr && seg != nullptr));
+    std::memset(rte_pktmbuf_append(head, 64), 0x11, 64);
+    rte_pktmbuf_attach_extbuf(seg, guest, iova == 0 ? reinterpret_cast<uintptr_t>(guest) : iova,
+                              sizeof(guest), &shinfo);
+    seg->data_len = sizeof(guest);
+    REQUIRE(rte_pktmbuf_chain(head, seg) == 0);
+  }
+  alignas(64) uint8_t guest[1024];
+  rte_mbuf_ext_shared_info shinfo{};
+  rte_mbuf* head = nullptr;
+};
+
+std::vector<uint8_t> packet_data(const rte_mbuf* m) {
+  std::vector<uint8_t> bytes(m->pkt_len);
+  const auto* data = static_cast<const uint8_t*>(rte_pktmbuf_read(m, 0, m->pkt_len, bytes.data()));
+  return std::vector<uint8_t>(data, data + m->pkt_len);
+}
+
+bool holds_external(const rte_mbuf* m) {
+  for (; m != nullptr; m = m->next)
+    if (RTE_MBUF_HAS_EXTBUF(m)) return true;
+  return false;
+}
+
+TEST_CASE("lent guest buffers toward a port that DMAs: copied unless they carry an IOVA") {
+  Pool pool;
+  const unsigned full = pool.available();
+  rte_ring* rx = rte_ring_create("lent_rx", 64, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+  rte_ring* tx = rte_ring_create("lent_tx", 64, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+  REQUIRE((rx != nullptr && tx != nullptr));
+  REQUIRE(rte_eth_from_rings("lent", &rx, 1, &tx, 1, SOCKET_ID_ANY) >= 0);
+  {
+    PortConfig config;
+    config.name = "nic";
+    config.type = PortType::kEthdev;
+    config.device = "net_ring_lent";
+    config.rx_descriptors = config.tx_descriptors = 64;
+    std::string error;
+    auto port = EthdevPort::create(config, 0, 1, 32, false, pool.get(), &error);
+    INFO(error);
+    REQUIRE(port != nullptr);
+    CHECK_FALSE(port->dma());  // a vdev: as they are
+    CHECK(port->multi_segs());
+    CHECK(port->lent() == LentPolicy::kAsIs);
+    // The vdev bus accepts rte_dev_dma_map (there is nothing to map for a CPU reader): the
+    // probe says so, and a registrar for the device registers memory as external memory and
+    // maps it, until unregistered.
+    CHECK(EalDmaRegistrar::can_map(port->device()));
+    {
+      EalDmaRegistrar registrar({port->device()});
+      const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+      void* mem =
+          mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      REQUIRE(mem != MAP_FAILED);
+      CHECK_FALSE(registrar.register_memory(mem, 4 * page - 1, page));  // not whole pages
+      CHECK(rte_mem_virt2memseg_list(mem) == nullptr);
+      REQUIRE(registrar.register_memory(mem, 4 * page, page));
+      const rte_memseg_list* msl = rte_mem_virt2memseg_list(static_cast<char*>(mem) + page);
+      REQUIRE(msl != nullptr);
+      CHECK(msl->external == 1);
+      registrar.unregister_memory(mem, 4 * page);
+      CHECK(rte_mem_virt2memseg_list(mem) == nullptr);
+      munmap(mem, 4 * page);
+    }
+
+    int freed = 0;
+    struct Case {
+      LentPolicy policy;
+      rte_iova_t iova;  // 0: the buffer's address
+      bool copied;
+    };
+    for (const Case& c :
+         {Case{LentPolicy::kAsIs, RTE_BAD_IOVA, false}, Case{LentPolicy::kAsIsIfDmaReady, 0, false},
+          Case{LentPolicy::kAsIsIfDmaReady, RTE_BAD_IOVA, true},
+          Case{LentPolicy::kCopy, 0, true}}) {
+      INFO("policy " << static_cast<int>(c.policy) << " iova " << c.iova);
+      port->set_lent(c.policy);
+      LentPacket lent(pool.get(), c.iova, &freed);
+      const std::vector<uint8_t> bytes = packet_data(lent.head);
+      rte_mbuf* pkts[1] = {lent.head};
+      const int freed_before = freed;
+      REQUIRE(port->tx_prepare(0, pkts, 1) == 1);
+      CHECK(holds_external(pkts[0]) == !c.copied);
+      // A copy frees the original at once: the guest's buffer is returned.
+      CHECK(freed - freed_before == (c.copied ? 1 : 0));
+      CHECK(packet_data(pkts[0]) == bytes);
+      rte_pktmbuf_free(pkts[0]);
+      CHECK(freed - freed_before == 1);
+    }
+  }
+  rte_ring_free(rx);
+  rte_ring_free(tx);
   CHECK(pool.available() == full);
 }
 

@@ -1,0 +1,30 @@
+// DMA registration through EAL, for IOVA-as-VA mode: memory becomes DPDK external memory
+// (rte_extmem_register) and is DMA-mapped, IOVA = VA, for each of a fixed set of devices
+// (rte_dev_dma_map: VFIO's container, or the driver's own). In IOVA-as-PA mode a virtual address
+// is no IOVA: do not use it there.
+#pragma once
+
+#include <rte_dev.h>
+
+#include <vector>
+
+#include "dma_registrar.h"
+
+namespace vqs {
+
+class EalDmaRegistrar final : public DmaRegistrar {
+ public:
+  // `devices` is fixed for the registrar's life, which must outlast every registration.
+  explicit EalDmaRegistrar(std::vector<rte_device*> devices) : devices_(std::move(devices)) {}
+
+  // Whether `device` takes rte_dev_dma_map of external memory: tried on one page of our own.
+  static bool can_map(rte_device* device);
+
+  bool register_memory(void* addr, uint64_t len, uint64_t page_size) override;
+  void unregister_memory(void* addr, uint64_t len) override;
+
+ private:
+  const std::vector<rte_device*> devices_;
+};
+
+}  // namespace vqs

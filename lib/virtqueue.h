@@ -85,8 +85,7 @@ class VirtQueue {
   void prefetch_tx_chains(uint16_t count, uint32_t packet_bytes) const {
     ring_.prefetch_descs(count);
     const uint32_t bytes = features_.net_hdr_size + packet_bytes;
-    for (uint16_t i = 0; i < count; ++i)
-      reader_.prefetch_first_buffer(ring_.avail_head(i), bytes);
+    for (uint16_t i = 0; i < count; ++i) reader_.prefetch_first_buffer(ring_.avail_head(i), bytes);
   }
   void prefetch_rx_chains(uint16_t count) const {
     ring_.prefetch_descs(count);

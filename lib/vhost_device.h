@@ -105,12 +105,14 @@ class VhostDevice {
 
   // Guest kicks as a wake-up source (rx interrupts). The owner hands us an epoll fd per vring
   // that stays the same for the application; we keep the vring's current kickfd registered in it
-  // as guests come, go and change fds (-1: none). Control plane.
+  // as guests come, go and change fds (-1: none). With zero-copy, completions of lent chains
+  // wake it too (see arm_kicks). Control plane.
   void set_kick_waiter(uint16_t vring, int epoll_fd);
   // Datapath, by the lcore that polls the vring: ask the guest to kick (before sleeping) or not.
   // Arming drains the kickfd and, if the guest posted before it could see the change, kicks
-  // ourselves so that the sleeper wakes at once. Remembered across guest reconnects. Returns false
-  // when no guest is attached now.
+  // ourselves so that the sleeper wakes at once. With zero-copy it also arms the first completion
+  // of a lent chain to wake the sleeper (at once if one is waiting). Remembered across guest
+  // reconnects. Returns false when no guest is attached now.
   bool arm_kicks(uint16_t vring, bool armed);
 
   // Counters of a vring, kept across guest reconnects. Read from any thread (monitoring): the
@@ -124,6 +126,10 @@ class VhostDevice {
     return vrings_[vring].zero_copy ? vrings_[vring].zero_copy->limit() : 0;
   }
   bool zero_copy_enabled(uint16_t vring) const { return vrings_[vring].zero_copy != nullptr; }
+  // Times a completion woke the vring's sleeping owner (see arm_kicks).
+  uint64_t zero_copy_wakeups(uint16_t vring) const {
+    return vrings_[vring].zero_copy ? vrings_[vring].zero_copy->wakes() : 0;
+  }
   uint32_t zero_copy_min_len() const { return options_.zero_copy_min_len; }
   // Control plane, now and then: with the guest gone, frees the slots of lent chains completed
   // since, so that the memory they kept (mapping, DMA registration) goes without waiting for the
@@ -166,6 +172,8 @@ class VhostDevice {
   void stop_vring_locked(uint16_t index);
   bool load_memory_locked();
   void watch_kickfd_locked(Vring& v, bool watch);
+  // With zero-copy: the tracker's completion eventfd in the owner's epoll fd as well.
+  void watch_completions_locked(Vring& v, bool watch);
 
   const VhostDeviceOptions options_;
   Listener* const listener_;

@@ -1,5 +1,8 @@
 #include "zero_copy_tracker.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 namespace vqs {
 
 ZeroCopyTracker::ZeroCopyTracker() {
@@ -13,11 +16,43 @@ ZeroCopyTracker::ZeroCopyTracker() {
   free_[0] = free_[1] = ~uint64_t{0};
 }
 
+ZeroCopyTracker::~ZeroCopyTracker() {
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
 void ZeroCopyTracker::on_free(void* /*addr*/, void* opaque) {
   Slot* s = static_cast<Slot*>(opaque);
+  ZeroCopyTracker* const tracker = s->tracker;
   // Release: the consumer's last read of the buffer happens before the guest may reuse it.
-  s->tracker->done_[s->index >> 6].fetch_or(uint64_t{1} << (s->index & 63),
-                                            std::memory_order_release);
+  // Sequentially consistent with the load below, against arm_wake's store then load: either the
+  // owner sees this completion before it sleeps, or we see it armed.
+  tracker->done_[s->index >> 6].fetch_or(uint64_t{1} << (s->index & 63), std::memory_order_seq_cst);
+  if (tracker->wake_armed_.load(std::memory_order_seq_cst)) [[unlikely]]
+    tracker->wake_owner();
+}
+
+void ZeroCopyTracker::wake_owner() {
+  // One write per arming, whichever of the completers (or the owner) gets here first.
+  if (!wake_armed_.exchange(false, std::memory_order_acq_rel)) return;
+  (void)eventfd_write(wake_fd_, 1);
+  wakes_.fetch_add(1, std::memory_order_relaxed);
+}
+
+int ZeroCopyTracker::wake_fd() {
+  if (wake_fd_ < 0) wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  return wake_fd_;
+}
+
+void ZeroCopyTracker::arm_wake(bool armed) {
+  if (!armed || wake_fd_ < 0) {
+    wake_armed_.store(false, std::memory_order_relaxed);
+    return;
+  }
+  eventfd_t ignored;
+  (void)eventfd_read(wake_fd_, &ignored);  // an earlier wake, already acted on
+  wake_armed_.store(true, std::memory_order_seq_cst);
+  if ((done_[0].load(std::memory_order_seq_cst) | done_[1].load(std::memory_order_seq_cst)) != 0)
+    wake_owner();
 }
 
 rte_mbuf_ext_shared_info* ZeroCopyTracker::lend(uint16_t head, uint16_t segments) {

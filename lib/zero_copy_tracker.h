@@ -33,6 +33,7 @@ class ZeroCopyTracker {
   }
 
   ZeroCopyTracker();
+  ~ZeroCopyTracker();
   ZeroCopyTracker(const ZeroCopyTracker&) = delete;
   ZeroCopyTracker& operator=(const ZeroCopyTracker&) = delete;
 
@@ -63,6 +64,18 @@ class ZeroCopyTracker {
   // Owner: frees completed slots without touching a ring (nothing attached, e.g. at teardown).
   void reap_orphans_only();
 
+  // Completion wake-ups, for an owner that sleeps while its chains are lent to other threads (a
+  // NIC freeing them after its tx burst, a ring consumer): an eventfd that the first completion
+  // after arm_wake(true) writes, once. Owner or control plane, before the owner first sleeps:
+  // the fd (created on first call, then kept for the tracker's life, so a completer never writes
+  // to a closed fd), or -1 when none can be created.
+  int wake_fd();
+  // Owner: before sleeping (true) and after (false). Arming drains the fd, and writes it at once
+  // when completions already wait, so none is slept through.
+  void arm_wake(bool armed);
+  // Times a completion (or arming) wrote the fd. Any thread.
+  uint64_t wakes() const { return wakes_.load(std::memory_order_relaxed); }
+
   uint16_t limit() const { return limit_; }
   // Owner: whether chains lent now come from memory registered for DMA (GuestMapping::dma_ready).
   bool dma_ready() const { return mapping_ != nullptr && mapping_->dma_ready(); }
@@ -80,6 +93,7 @@ class ZeroCopyTracker {
     bool orphan = false;
   };
   static void on_free(void* addr, void* opaque);
+  void wake_owner();
   void drop_mapping_ref(Slot& s);
   template <typename PutUsed>
   uint16_t reap_with(PutUsed&& put_used);
@@ -90,8 +104,12 @@ class ZeroCopyTracker {
   uint16_t limit_ = 0;
   GuestMapping* mapping_ = nullptr;
   uint16_t lent_from_mapping_ = 0;  // lent slots covered by the one reference held to mapping_
-  // Written by whichever thread frees an mbuf: a line of its own.
+  int wake_fd_ = -1;
+  // Written by whichever thread frees an mbuf: a line of its own. wake_armed_ shares it, since
+  // every completion reads it right after its OR.
   alignas(64) std::atomic<uint64_t> done_[2]{};
+  std::atomic<bool> wake_armed_{false};
+  std::atomic<uint64_t> wakes_{0};
 };
 
 }  // namespace vqs

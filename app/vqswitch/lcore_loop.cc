@@ -139,6 +139,14 @@ void LcoreLoop::run(const std::atomic<bool>& stop) {
 void LcoreLoop::sleep_until_woken() {
   // Nothing deferred may wait for the next packet: send coalesced notifications now.
   tx_.housekeeping(GuestNotifier::kFlushNow);
+  // Lent guest buffers that our NIC tx queues have sent go back now, not at the next packet:
+  // when some were freed, poll again so they reach their guests' used rings.
+  const TxBufferSet::Released released = tx_.release_sent();
+  if (released.packets > 0) {
+    counters_.tx_released_before_sleep += released.packets;
+    ++counters_.sleeps_put_off;
+    return;
+  }
   // A sleeping lcore must not hold up the bridge's aging (RCU): it goes offline until it forwards.
   if (forwarding_->bridge != nullptr) forwarding_->bridge->offline(slot_);
   // Arming a guest queue kicks ourselves if the guest posted before it saw the change, so no

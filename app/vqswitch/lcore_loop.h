@@ -29,7 +29,7 @@ struct alignas(64) LcoreCounters {
   uint64_t packets = 0;
   uint64_t sleeps = 0;
   uint64_t wakeups = 0;       // sleeps ended by a kick, an rx interrupt or a stop (not the timeout)
-  uint64_t kick_wakeups = 0;  // ... by a guest's kick
+  uint64_t kick_wakeups = 0;  // ... by a guest's kick, or a completion of its lent buffers
   uint64_t rx_interrupt_wakeups = 0;  // ... by a NIC rx interrupt
   uint64_t busy_cycles = 0;           // TSC cycles in iterations that found work
   uint64_t idle_cycles = 0;
@@ -38,6 +38,11 @@ struct alignas(64) LcoreCounters {
   uint64_t tx_release_requests = 0;
   uint64_t tx_release_packets = 0;
   uint64_t tx_release_unsupported = 0;
+  // Packets NIC tx queues freed when asked just before the lcore would sleep (a NIC frees sent
+  // mbufs lazily, in later tx bursts; an idle lcore would keep lent guest buffers from going
+  // back), and the sleeps put off because that freed some.
+  uint64_t tx_released_before_sleep = 0;
+  uint64_t sleeps_put_off = 0;
 };
 
 class LcoreLoop {
@@ -65,6 +70,7 @@ class LcoreLoop {
 
  private:
   void forward(RxSlot& slot, rte_mbuf** pkts, uint16_t count, uint64_t now_tsc);
+  // Returns without sleeping when freeing sent mbufs first may have completed lent buffers.
   void sleep_until_woken();
   void release_sent(uint64_t epoch);
 

@@ -58,6 +58,7 @@ int ports_command(const char*, const char* params, rte_tel_data* d) {
       add_u64(p, "zerocopy_copied", t.zerocopy_copied);
       add_u64(p, "zerocopy_limit_copies", t.zerocopy_limit_copies);
       add_u64(p, "zerocopy_in_flight", t.zerocopy_in_flight);
+      add_u64(p, "zerocopy_wakeups", t.zerocopy_wakeups);
     } else {
       add_u64(p, "rx_missed", t.rx_missed);
       add_u64(p, "rx_nombuf", t.rx_nombuf);
@@ -118,6 +119,8 @@ int lcores_command(const char*, const char* params, rte_tel_data* d) {
     add_u64(d, "rx_interrupt_wakeups", c.rx_interrupt_wakeups);
     add_u64(d, "tx_release_requests", c.tx_release_requests);
     add_u64(d, "tx_release_packets", c.tx_release_packets);
+    add_u64(d, "tx_released_before_sleep", c.tx_released_before_sleep);
+    add_u64(d, "sleeps_put_off", c.sleeps_put_off);
     add_u64(d, "tx_release_unsupported", c.tx_release_unsupported);
     return 0;
   }

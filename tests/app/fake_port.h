@@ -44,8 +44,10 @@ class FakePort final : public Port {
   bool up = true;
   bool segments_tcp = true;  // false: TSO trains are cut before tx (a NIC without TSO)
   uint64_t rx_polls = 0;
-  // tx_done_cleanup: the queues asked, and what the device answers (packets freed, or -ENOTSUP).
+  // tx_done_cleanup: the queues asked, and what the device answers (packets freed, or -ENOTSUP):
+  // the next of cleanup_results, once they are used up cleanup_result.
   std::vector<uint16_t> cleaned;
+  std::deque<int> cleanup_results;
   int cleanup_result = 0;
 
   // Port.
@@ -85,7 +87,10 @@ class FakePort final : public Port {
   bool tx_ready(uint16_t) const override { return up; }
   int tx_done_cleanup(uint16_t queue) override {
     cleaned.push_back(queue);
-    return cleanup_result;
+    if (cleanup_results.empty()) return cleanup_result;
+    const int result = cleanup_results.front();
+    cleanup_results.pop_front();
+    return result;
   }
   bool needs_tcp_segmentation() const override { return !segments_tcp; }
   bool watch_rx_wake(uint16_t, int, bool, void*) override { return false; }

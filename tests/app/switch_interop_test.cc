@@ -19,6 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
@@ -548,6 +549,52 @@ TEST_CASE("zero-copy: a guest leaving while a NIC holds its buffers wakes the lc
   CHECK(slow.release() == 1);
   for (int i = 0; i < 1000 && sw.get().totals(0).zerocopy_in_flight > 0; ++i) rte_delay_ms(1);
   CHECK(sw.get().totals(0).zerocopy_in_flight == 0);
+}
+
+TEST_CASE("zero-copy: a sleeping lcore is woken when a consumer frees lent buffers") {
+  HoldingPort slow("zcwake" + std::to_string(serial++));
+  RunningSwitch sw("version: 1\neal: {cores: \"0-1\"}\nports:\n" +
+                   vhost_port_yaml("zc2src", ", zerocopy: true") +
+                   "  - {name: slow, type: ethdev, device: " + slow.device() +
+                   "}\n"
+                   // The guest's queue alone on lcore 1, so that it sleeps until woken (net_ring
+                   // has no rx interrupt: an lcore polling it looks again every millisecond).
+                   "lcores:\n"
+                   "  - {lcore: 1, rx: [\"zc2src:0\"], busy_poll_us: 100}\n"
+                   "  - {lcore: 0, rx: [\"slow:0\"], busy_poll_us: 100}\n"
+                   "forwarding: {mode: xconnect, pairs: [[zc2src, slow]]}\n");
+  const LcoreCounters& lcore = sw.get().lcores()[0]->counters();
+  REQUIRE(sw.get().lcores()[0]->lcore() == 1);
+  Guest src("zc2src");
+  REQUIRE(sw.wait_link(0));
+  std::vector<double> latencies_ms;
+  for (int round = 0; round < 5; ++round) {
+    INFO("round " << round);
+    std::vector<rte_mbuf*> pkts;
+    for (int i = 0; i < 16; ++i) pkts.push_back(make_packet(1500, 100 * round + i));
+    REQUIRE(send_all(src.port(), 0, pkts) == 16);
+    for (int i = 0; i < 2000 && slow.held() < 16; ++i) rte_delay_ms(1);
+    REQUIRE(slow.held() == 16);
+    CHECK(sw.get().totals(0).zerocopy_in_flight == 16);
+    // Just fallen asleep (for up to 100 ms): the consumer, on this thread, frees everything.
+    const uint64_t sleeps = lcore.sleeps;
+    for (int i = 0; i < 2000 && lcore.sleeps == sleeps; ++i) rte_delay_us_sleep(100);
+    REQUIRE(lcore.sleeps > sleeps);
+    const uint64_t start = rte_get_timer_cycles();
+    CHECK(slow.release() == 16);
+    // Back in the guest's used ring once the woken lcore has polled its queue.
+    while (sw.get().totals(0).zerocopy_in_flight > 0 &&
+           rte_get_timer_cycles() - start < rte_get_timer_hz())
+      rte_delay_us_sleep(100);
+    CHECK(sw.get().totals(0).zerocopy_in_flight == 0);
+    latencies_ms.push_back(1000.0 * (rte_get_timer_cycles() - start) / rte_get_timer_hz());
+  }
+  std::sort(latencies_ms.begin(), latencies_ms.end());
+  UNSCOPED_INFO("completion to used ring: median " << latencies_ms[2] << " ms");
+  // Without the wake-up the lcore would sleep on to its 100 ms timeout.
+  CHECK(latencies_ms[2] < 30);
+  CHECK(sw.get().totals(0).zerocopy_wakeups >= 5);
+  CHECK(sw.get().totals(0).total_drops() == 0);
 }
 
 TEST_CASE(

@@ -10,7 +10,9 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <chrono>
 #include <memory>
+#include <thread>
 
 #include "eal_dma_registrar.h"
 #include "ethdev_port.h"
@@ -359,6 +361,36 @@ TEST_CASE("a release request: each NIC tx queue of the lcore is cleaned once at 
     CHECK(nic.sent(0).size() + nic.sent(1).size() + nic.sent(2).size() == 4);
   }
   CHECK(pool.available() == full);
+}
+
+TEST_CASE("before sleeping an lcore frees what its NIC queues sent; it polls again if any was") {
+  Pool pool;
+  // A NIC whose queue frees 5 sent packets the first time it is asked, nothing afterwards.
+  FakePort guest("g", 0, 1, 1, true), nic("n", 1, 1, 1, false);
+  nic.cleanup_results = {5};
+  Forwarding forwarding;
+  forwarding.xconnect_peer = {1, 0};
+  std::vector<RxSlot> rx(1);
+  rx[0].port = &guest;
+  std::vector<TxBufferSet::Output> outs(2);
+  outs[0].port = &guest;
+  outs[1].port = &nic;
+  LcoreLoop loop(1, 0, std::move(rx), TxBufferSet(std::move(outs), 32), &forwarding,
+                 /*busy_poll_us=*/0, 32);
+  std::atomic<bool> stop{false};
+  std::thread runner([&] { loop.run(stop); });
+  // Neither port can wake it: it sleeps a millisecond at a time.
+  while (loop.counters().sleeps < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  stop.store(true);
+  loop.wake();
+  runner.join();
+  const LcoreCounters& c = loop.counters();
+  CHECK(c.tx_released_before_sleep == 5);
+  CHECK(c.sleeps_put_off == 1);
+  // Asked once per time it was about to sleep; the guest's queue never.
+  CHECK(nic.cleaned.size() == c.sleeps + c.sleeps_put_off);
+  CHECK(guest.cleaned.empty());
+  CHECK(c.tx_release_requests == 0);  // not a release request: counted apart
 }
 
 TEST_CASE("lent guest buffers: as they are to a vdev, copied where DMA is impossible") {

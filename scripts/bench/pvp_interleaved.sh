@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# PVP comparison of net_vqs with DPDK's net_vhost, both backends in the same two processes,
+# switched every few seconds.
+#
+# pvp.sh restarts both testpmds for every run, so each run lands wherever the VM's two vCPUs
+# happen to be (these machines switch between fast and slow modes for seconds at a time, which
+# moves a 64-byte rate by 2x). Here one host testpmd serves both backends (net_vqs0 and
+# net_vhost0, each with its own net_null port) and one guest testpmd has a virtio_user port on
+# each; testpmd's interactive commands (set portlist, start, stop) switch forwarding between the
+# pairs without a restart, so the two backends are measured in many short periods, alternately,
+# under the same conditions. Each period: switch, 1 s of warm-up, then the guest's rate over
+# --seconds (guest Tx-pps for guest-tx, Rx-pps for guest-rx) and, for guest-tx, the host's busy
+# TSC cycles per packet over the period (--record-core-cycles, printed at each stop). The ratio
+# is the median of the ratios of adjacent periods (the order alternates, ABBA...).
+#
+#   scripts/bench/pvp_interleaved.sh [--periods N] [--seconds S] [--sizes "64 1500"]
+#                                    [--modes "guest-tx guest-rx"] [--plugin PATH]
+#                                    [--vqs-args DEVARGS] [--baseline-vqs-args DEVARGS]
+#                                    [--table NAME]
+#
+# --periods: periods per backend and scenario (default 20); --baseline-vqs-args: a second net_vqs
+# port with these devargs instead of net_vhost; --table: the table in docs/benchmarks.md to
+# rewrite (default pvp-interleaved; none writes nothing). Needs root, hugepages and a build.
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+source "$top/scripts/bench/common.sh"
+periods=20
+seconds=3
+sizes="64 1500"
+modes="guest-tx guest-rx"
+vqs_args=""
+baseline_args=""
+table=pvp-interleaved
+plugin_src=$top/build/drivers/librte_net_vqs.so
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --periods) periods=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    --modes) modes=$2; shift 2 ;;
+    --vqs-args) vqs_args=",$2"; shift 2 ;;
+    --baseline-vqs-args) baseline_args=",$2"; shift 2 ;;
+    --table) table=$2; shift 2 ;;
+    --plugin) plugin_src=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+for mode in $modes; do
+  case "$mode" in guest-tx | guest-rx) ;; *) echo "mode $mode: guest-tx or guest-rx" >&2; exit 2 ;; esac
+done
+[ -f "$plugin_src" ] || { echo "build first: $plugin_src missing" >&2; exit 1; }
+candidate="net_vqs$vqs_args"
+if [ -n "$baseline_args" ]; then
+  baseline="net_vqs$baseline_args" baseline_dev=net_vqs1
+else
+  baseline=net_vhost baseline_dev=net_vhost0
+fi
+
+run=$(mktemp -d /run/vqs-bench.XXXXXX)  # not world-writable: EAL loads plugins from here
+cp "$plugin_src" "$run/"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+  sleep 1
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  rm -rf "$run"
+}
+trap cleanup EXIT
+
+# send WHO COMMAND: a command line to the host's or the guest's testpmd prompt.
+send() { echo "$2" >&"${fd[$1]}"; }
+# since WHO OFFSET: what that testpmd printed after byte OFFSET of its log.
+since() { tail -c +$(($2 + 1)) "$run/$1.log"; }
+size_of() { stat -c %s "$run/$1.log"; }
+# port_id WHO NAME: the port id testpmd gave the device NAME ("show port summary all").
+port_id() {
+  local at
+  at=$(size_of "$1")
+  send "$1" "show port summary all"
+  sleep 0.5
+  since "$1" "$at" | grep -a -E "^[0-9]+ .* $2 " | awk '{print $1}' | head -1 || true
+}
+
+# start_pair MODE SIZE: both testpmds, interactive, reading commands from fifos.
+declare -A fd=()
+start_pair() {
+  local mode=$1 size=$2 null_a null_b vqs_b mbuf=() fwd
+  if [ "$mode" = guest-rx ]; then
+    null_a="net_null0,size=$size" null_b="net_null1,size=$size"
+  else
+    null_a="net_null0,no-rx=1" null_b="net_null1,no-rx=1"
+  fi
+  if [ "$baseline" = net_vhost ]; then
+    vqs_b="$baseline_dev,iface=$run/b.sock,queues=1"
+  else
+    vqs_b="$baseline_dev,iface=$run/b.sock$baseline_args"
+  fi
+  rm -f "$run"/*.sock "$run"/*.in
+  mkfifo "$run/host.in" "$run/guest.in"
+  # Line-buffered, so each command's answer is in the log when we read it.
+  stdbuf -oL dpdk-testpmd -l 0,1 --main-lcore 0 --file-prefix vqs-ilv-host -m 512 --no-pci \
+    -d "$run/librte_net_vqs.so" --vdev "net_vqs0,iface=$run/a.sock$vqs_args" --vdev "$vqs_b" \
+    --vdev "$null_a" --vdev "$null_b" --log-level "*:warning" -- -i --forward-mode=io \
+    --nb-cores=1 --record-core-cycles <"$run/host.in" >"$run/host.log" 2>&1 &
+  pids+=($!)
+  exec {fd[host]}>"$run/host.in"
+  for _ in $(seq 100); do [ -S "$run/a.sock" ] && [ -S "$run/b.sock" ] && break; sleep 0.1; done
+  sleep 1
+  [ "$size" -gt 1800 ] && mbuf=("--mbuf-size=$((size + 256))")
+  if [ "$mode" = guest-rx ]; then fwd=(--forward-mode=rxonly); else fwd=("${mbuf[@]}" --forward-mode=txonly "--txpkts=$size"); fi
+  stdbuf -oL dpdk-testpmd -l 0,1 --main-lcore 1 --file-prefix vqs-ilv-guest -m 512 --no-pci \
+    --single-file-segments \
+    --vdev "net_virtio_user0,path=$run/a.sock,queue_size=1024,mrg_rxbuf=1,in_order=0" \
+    --vdev "net_virtio_user1,path=$run/b.sock,queue_size=1024,mrg_rxbuf=1,in_order=0" \
+    --log-level "*:warning" -- -i "${fwd[@]}" --nb-cores=1 <"$run/guest.in" >"$run/guest.log" 2>&1 &
+  pids+=($!)
+  exec {fd[guest]}>"$run/guest.in"
+  for _ in $(seq 100); do grep -aq "testpmd>" "$run/guest.log" 2>/dev/null && break; sleep 0.1; done
+  sleep 1
+}
+
+stop_pair() {
+  send guest stop
+  send guest quit
+  send host stop
+  sleep 1
+  send host quit
+  exec {fd[guest]}>&- {fd[host]}>&-
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  pids=()
+}
+
+# period WHICH MODE: forward through backend WHICH (a: candidate, b: baseline) for one period;
+# prints "Mpps host-cycles/packet" (the cycles those of the period before, printed at its stop).
+period() {
+  local which=$1 mode=$2 key=Tx-pps at cycles rate
+  [ "$mode" = guest-rx ] && key=Rx-pps
+  at=$(size_of host)
+  send host stop
+  send guest stop
+  sleep 0.3
+  cycles=$(since host "$at" | grep -a -oE "CPU cycles/packet=[0-9.]+" | tail -1 | cut -d= -f2 || true)
+  send host "set portlist ${hport[$which]},${hnull[$which]}"
+  send guest "set portlist ${gport[$which]}"
+  send host start
+  send guest start
+  sleep 1
+  send guest "show port stats ${gport[$which]}"  # starts the rate's interval
+  sleep "$seconds"
+  at=$(size_of guest)
+  send guest "show port stats ${gport[$which]}"
+  sleep 0.3
+  rate=$(since guest "$at" | grep -a -oE "$key: +[0-9]+" | awk '{printf "%.3f", $2 / 1e6}' | tail -1 || true)
+  echo "${rate:-0} ${cycles:-0}"
+}
+
+load_before=$(load)
+results=()
+for mode in $modes; do
+  for size in $sizes; do
+    start_pair "$mode" "$size"
+    declare -A hport=([a]=$(port_id host net_vqs0) [b]=$(port_id host "$baseline_dev"))
+    declare -A hnull=([a]=$(port_id host net_null0) [b]=$(port_id host net_null1))
+    declare -A gport=([a]=$(port_id guest net_virtio_user0) [b]=$(port_id guest net_virtio_user1))
+    for k in a b; do
+      [ -n "${hport[$k]}" ] && [ -n "${hnull[$k]}" ] && [ -n "${gport[$k]}" ] ||
+        { echo "ports not found; see $run/host.log, $run/guest.log" >&2; exit 1; }
+    done
+    rates_a="" rates_b="" cyc_a="" cyc_b="" ratios="" prev=""
+    # ABBA...: each pair of neighbours is one of each, and the order alternates.
+    sequence=""
+    for p in $(seq "$periods"); do
+      if [ $((p % 2)) -eq 1 ]; then sequence+=" a b"; else sequence+=" b a"; fi
+    done
+    declare -A last=()
+    for which in $sequence; do
+      read -r rate cycles < <(period "$which" "$mode")
+      # The cycles printed at this stop belong to the period before.
+      if [ -n "$prev" ] && [ "$cycles" != 0 ]; then
+        if [ "$prev" = a ]; then cyc_a+=" $cycles"; else cyc_b+=" $cycles"; fi
+      fi
+      if [ "$which" = a ]; then rates_a+=" $rate"; else rates_b+=" $rate"; fi
+      last[$which]=$rate
+      # A ratio per pair: after each second period of a pair.
+      if [ -n "${last[a]:-}" ] && [ -n "${last[b]:-}" ]; then
+        ratios+=" $(awk -v a="${last[a]}" -v b="${last[b]}" 'BEGIN {printf "%.3f", (b > 0) ? a / b : 0}')"
+        echo "  $mode ${size}B: $baseline ${last[b]} Mpps, $candidate ${last[a]} Mpps (load $(load))" >&2
+        last=()
+      fi
+      prev=$which
+    done
+    # The last period's cycles, printed at the final stop.
+    at=$(size_of host)
+    send host stop
+    sleep 0.3
+    cycles=$(since host "$at" | grep -a -oE "CPU cycles/packet=[0-9.]+" | tail -1 | cut -d= -f2 || true)
+    if [ -n "${cycles:-}" ]; then
+      if [ "$prev" = a ]; then cyc_a+=" $cycles"; else cyc_b+=" $cycles"; fi
+    fi
+    stop_pair
+    line=$(printf '%-9s %5sB  %s %7s Mpps  %s %7s Mpps  ratio %5sx  (pairs: %s)' \
+      "$mode" "$size" "$baseline" "$(echo "$rates_b" | median)" "$candidate" \
+      "$(echo "$rates_a" | median)" "$(echo "$ratios" | median)" "$ratios")
+    echo "$line"
+    results+=("$line")
+    if [ "$mode" = guest-tx ]; then
+      line=$(printf '%17s host busy TSC cycles/packet (medians): %s %s, %s %s' "" \
+        "$baseline" "$(echo "$cyc_b" | median)" "$candidate" "$(echo "$cyc_a" | median)")
+      echo "$line"
+      results+=("$line")
+    fi
+  done
+done
+
+[ "$table" = none ] || write_table "$table" \
+  "$(date -u +%Y-%m-%d) $(nproc) CPUs, $periods periods x ${seconds}s per backend, $(dpdk_version), load average $load_before -> $(load)" \
+  "${results[@]}"

@@ -64,7 +64,7 @@ case " $modes " in *" guest-tx-fill "*)
   [ -x "$top/build/scripts/bench/vqs-guest-tx" ] || { echo "build first: vqs-guest-tx" >&2; exit 1; } ;;
 esac
 run=$(mktemp -d /run/vqs-bench.XXXXXX)  # not world-writable: EAL loads plugins from here
-cp "$plugin_src" "$run/"
+cp "$plugin_src" "$run/librte_net_vqs.so"
 # No pkill by name: another checkout may be benchmarking with the same file prefix. Both
 # testpmds run under timeout, and an interrupt (Ctrl-C) reaches them through the process group.
 trap 'rm -rf "$run"' EXIT

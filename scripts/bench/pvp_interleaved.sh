@@ -58,7 +58,7 @@ else
 fi
 
 run=$(mktemp -d /run/vqs-bench.XXXXXX)  # not world-writable: EAL loads plugins from here
-cp "$plugin_src" "$run/"
+cp "$plugin_src" "$run/librte_net_vqs.so"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done

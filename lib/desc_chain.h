@@ -71,19 +71,36 @@ class DescChainReader {
   // before it is read for real: guest-written lines then arrive together for a whole burst
   // instead of one miss per packet. Only a hint: anything odd is skipped.
   void prefetch_first_buffer(uint16_t head, uint32_t bytes) const {
-    if (head >= ring_size_) return;
-    const VringDesc& d = table_[head];
-    if (d.flags & kVringDescFIndirect) return;
-    const uint32_t len = d.len < bytes ? d.len : bytes;
-    const uint8_t* p = len != 0 ? memory_->translate(d.addr, len) : nullptr;
-    if (p == nullptr) return;
-    const uintptr_t last = reinterpret_cast<uintptr_t>(p) + len - 1;
-    for (uintptr_t line = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kCacheLine - 1}; line <= last;
-         line += kCacheLine)
-      prefetch_line(reinterpret_cast<const void*>(line));
+    uintptr_t line = 0, last = 0;
+    if (!first_buffer_lines(head, bytes, &line, &last)) return;
+    for (; line <= last; line += kCacheLine) prefetch_line(reinterpret_cast<const void*>(line));
+  }
+  // Guest RX: the first `bytes` of the buffer the device writes next. The line holding its first
+  // byte (the virtio-net header, left alone when unchanged so that the guest's copy stays valid)
+  // is fetched for reading, the lines after it for writing.
+  void prefetch_first_buffer_for_write(uint16_t head, uint32_t bytes) const {
+    uintptr_t line = 0, last = 0;
+    if (!first_buffer_lines(head, bytes, &line, &last)) return;
+    prefetch_line(reinterpret_cast<const void*>(line));
+    for (line += kCacheLine; line <= last; line += kCacheLine)
+      prefetch_line_for_write(reinterpret_cast<const void*>(line));
   }
 
  private:
+  // The first and last cache lines of the first `bytes` of the chain's first buffer, clipped to
+  // the descriptor and translated within guest memory; false when there is nothing to fetch.
+  bool first_buffer_lines(uint16_t head, uint32_t bytes, uintptr_t* first, uintptr_t* last) const {
+    if (head >= ring_size_) return false;
+    const VringDesc& d = table_[head];
+    if (d.flags & kVringDescFIndirect) return false;
+    const uint32_t len = d.len < bytes ? d.len : bytes;
+    const uint8_t* p = len != 0 ? memory_->translate(d.addr, len) : nullptr;
+    if (p == nullptr) return false;
+    *first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kCacheLine - 1};
+    *last = reinterpret_cast<uintptr_t>(p) + len - 1;
+    return true;
+  }
+
   const VringDesc* table_ = nullptr;
   uint16_t ring_size_ = 0;
   const GuestMemory* memory_ = nullptr;

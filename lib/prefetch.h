@@ -18,4 +18,16 @@ inline void prefetch_line(const void* p) {
 #endif
 }
 
+// For a line about to be written: fetched for ownership, so that the store does not wait for a
+// request of its own (misses of a burst overlap instead of filling the store buffer in turn).
+inline void prefetch_line_for_write(const void* p) {
+#if defined(__x86_64__) || defined(__i386__)
+  asm volatile("prefetchw %0" : : "m"(*static_cast<const volatile char*>(p)));
+#elif defined(__aarch64__)
+  asm volatile("prfm pstl1keep, %0" : : "Q"(*static_cast<const volatile char*>(p)));
+#else
+  __builtin_prefetch(p, 1);
+#endif
+}
+
 }  // namespace vqs

@@ -81,15 +81,17 @@ class VirtQueue {
   // Cache hints for the next `count` posted chains: descriptors first, then (once those are on
   // their way) the buffers they point to. The misses of a burst overlap instead of queueing.
   // Guest TX: the header and the packet's first `packet_bytes`. Guest RX: the line the header
-  // goes to.
+  // goes to, and for writing the packet's first `packet_bytes`.
   void prefetch_tx_chains(uint16_t count, uint32_t packet_bytes) const {
     ring_.prefetch_descs(count);
     const uint32_t bytes = features_.net_hdr_size + packet_bytes;
     for (uint16_t i = 0; i < count; ++i) reader_.prefetch_first_buffer(ring_.avail_head(i), bytes);
   }
-  void prefetch_rx_chains(uint16_t count) const {
+  void prefetch_rx_chains(uint16_t count, uint32_t packet_bytes) const {
     ring_.prefetch_descs(count);
-    for (uint16_t i = 0; i < count; ++i) reader_.prefetch_first_buffer(ring_.avail_head(i), 1);
+    const uint32_t bytes = features_.net_hdr_size + packet_bytes;
+    for (uint16_t i = 0; i < count; ++i)
+      reader_.prefetch_first_buffer_for_write(ring_.avail_head(i), bytes);
   }
 
   // Ends a guest TX burst: makes the used entries visible and interrupts the guest if it asked

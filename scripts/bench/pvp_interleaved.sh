@@ -12,15 +12,18 @@
 # --seconds (guest Tx-pps for guest-tx, Rx-pps for guest-rx) and, for guest-tx, the host's busy
 # TSC cycles per packet over the period (--record-core-cycles, printed at each stop). The ratio
 # is the median of the ratios of adjacent periods (the order alternates, ABBA...).
+# guest-tx-fill: guest-tx with build/scripts/bench/vqs-guest-tx -i as the guest, which writes
+# every byte of each frame (see pvp.sh) and answers the testpmd commands used here.
 #
 #   scripts/bench/pvp_interleaved.sh [--periods N] [--seconds S] [--sizes "64 1500"]
-#                                    [--modes "guest-tx guest-rx"] [--plugin PATH]
+#                                    [--modes "guest-tx guest-rx guest-tx-fill"] [--plugin PATH]
 #                                    [--vqs-args DEVARGS] [--baseline-vqs-args DEVARGS]
 #                                    [--table NAME]
 #
 # --periods: periods per backend and scenario (default 20); --baseline-vqs-args: a second net_vqs
 # port with these devargs instead of net_vhost; --table: the table in docs/benchmarks.md to
 # rewrite (default pvp-interleaved; none writes nothing). Needs root, hugepages and a build.
+# VQS_BENCH_KEEP=1 keeps the run directory (both testpmds' logs) for a look afterwards.
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -47,7 +50,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 for mode in $modes; do
-  case "$mode" in guest-tx | guest-rx) ;; *) echo "mode $mode: guest-tx or guest-rx" >&2; exit 2 ;; esac
+  case "$mode" in
+    guest-tx | guest-rx) ;;
+    guest-tx-fill) [ -x "$top/build/scripts/bench/vqs-guest-tx" ] ||
+      { echo "build first: vqs-guest-tx" >&2; exit 1; } ;;
+    *) echo "mode $mode: guest-tx, guest-tx-fill or guest-rx" >&2; exit 2 ;;
+  esac
 done
 [ -f "$plugin_src" ] || { echo "build first: $plugin_src missing" >&2; exit 1; }
 candidate="net_vqs$vqs_args"
@@ -64,7 +72,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
   sleep 1
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  rm -rf "$run"
+  [ -n "${VQS_BENCH_KEEP:-}" ] || rm -rf "$run"
 }
 trap cleanup EXIT
 
@@ -75,17 +83,21 @@ since() { tail -c +$(($2 + 1)) "$run/$1.log"; }
 size_of() { stat -c %s "$run/$1.log"; }
 # port_id WHO NAME: the port id testpmd gave the device NAME ("show port summary all").
 port_id() {
-  local at
-  at=$(size_of "$1")
-  send "$1" "show port summary all"
-  sleep 0.5
-  since "$1" "$at" | grep -a -E "^[0-9]+ .* $2 " | awk '{print $1}' | head -1 || true
+  local at id=""
+  for _ in 1 2 3 4 5; do  # a guest still connecting to its sockets answers late
+    at=$(size_of "$1")
+    send "$1" "show port summary all"
+    sleep 0.5
+    id=$(since "$1" "$at" | grep -a -E "^[0-9]+ .* $2 " | awk '{print $1}' | head -1 || true)
+    [ -n "$id" ] && break
+  done
+  echo "$id"
 }
 
 # start_pair MODE SIZE: both testpmds, interactive, reading commands from fifos.
 declare -A fd=()
 start_pair() {
-  local mode=$1 size=$2 null_a null_b vqs_b mbuf=() fwd
+  local mode=$1 size=$2 null_a null_b vqs_b mbuf=() fwd prog=(dpdk-testpmd)
   if [ "$mode" = guest-rx ]; then
     null_a="net_null0,size=$size" null_b="net_null1,size=$size"
   else
@@ -108,12 +120,16 @@ start_pair() {
   for _ in $(seq 100); do [ -S "$run/a.sock" ] && [ -S "$run/b.sock" ] && break; sleep 0.1; done
   sleep 1
   [ "$size" -gt 1800 ] && mbuf=("--mbuf-size=$((size + 256))")
-  if [ "$mode" = guest-rx ]; then fwd=(--forward-mode=rxonly); else fwd=("${mbuf[@]}" --forward-mode=txonly "--txpkts=$size"); fi
-  stdbuf -oL dpdk-testpmd -l 0,1 --main-lcore 1 --file-prefix vqs-ilv-guest -m 512 --no-pci \
+  case "$mode" in
+    guest-rx) fwd=(--forward-mode=rxonly --nb-cores=1) ;;
+    guest-tx) fwd=("${mbuf[@]}" --forward-mode=txonly "--txpkts=$size" --nb-cores=1) ;;
+    guest-tx-fill) prog=("$top/build/scripts/bench/vqs-guest-tx"); fwd=(--size "$size") ;;
+  esac
+  stdbuf -oL "${prog[@]}" -l 0,1 --main-lcore 1 --file-prefix vqs-ilv-guest -m 512 --no-pci \
     --single-file-segments \
     --vdev "net_virtio_user0,path=$run/a.sock,queue_size=1024,mrg_rxbuf=1,in_order=0" \
     --vdev "net_virtio_user1,path=$run/b.sock,queue_size=1024,mrg_rxbuf=1,in_order=0" \
-    --log-level "*:warning" -- -i "${fwd[@]}" --nb-cores=1 <"$run/guest.in" >"$run/guest.log" 2>&1 &
+    --log-level "*:warning" -- -i "${fwd[@]}" <"$run/guest.in" >"$run/guest.log" 2>&1 &
   pids+=($!)
   exec {fd[guest]}>"$run/guest.in"
   for _ in $(seq 100); do grep -aq "testpmd>" "$run/guest.log" 2>/dev/null && break; sleep 0.1; done
@@ -204,7 +220,7 @@ for mode in $modes; do
       "$(echo "$rates_a" | median)" "$(echo "$ratios" | median)" "$ratios")
     echo "$line"
     results+=("$line")
-    if [ "$mode" = guest-tx ]; then
+    if [ "$mode" != guest-rx ]; then
       line=$(printf '%17s host busy TSC cycles/packet (medians): %s %s, %s %s' "" \
         "$baseline" "$(echo "$cyc_b" | median)" "$candidate" "$(echo "$cyc_a" | median)")
       echo "$line"

@@ -18,6 +18,21 @@ busy_cycles() { grep -a -oE "CPU cycles/packet=[0-9.]+" "$1" | tail -1 | cut -d=
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
+# scenario_lines MODE SIZE BASELINE BASE_RATES CANDIDATE CAND_RATES RATIOS LABEL BASE_CYC CAND_CYC:
+# a scenario's result, one line per line: the medians of both backends' rates and of the ratios
+# (listed after LABEL); then, but for guest-rx (where the host forwards, and drops, far more than
+# the guest takes, so its cycles per packet say nothing about the guest's rate), the medians of
+# the host's busy cycles per packet.
+scenario_lines() {
+  local mode=$1 size=$2 base=$3 base_rates=$4 cand=$5 cand_rates=$6 ratios=$7 label=$8
+  printf '%-9s %5sB  %s %7s Mpps  %s %7s Mpps  ratio %5sx  (%s:%s)\n' "$mode" "$size" "$base" \
+    "$(echo "$base_rates" | median)" "$cand" "$(echo "$cand_rates" | median)" \
+    "$(echo "$ratios" | median)" "$label" "$ratios"
+  [ "$mode" = guest-rx ] ||
+    printf '%17s host busy TSC cycles/packet (medians): %s %s, %s %s\n' "" "$base" \
+      "$(echo "$9" | median)" "$cand" "$(echo "${10}" | median)"
+}
+
 # write_table NAME LINE...: replaces the block between <!-- NAME:begin --> and <!-- NAME:end -->
 # in docs/benchmarks.md with the lines (the script's; the rest of the file is prose).
 write_table() {

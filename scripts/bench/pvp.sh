@@ -136,19 +136,10 @@ for mode in $modes; do
       ratios+=" $(awk -v a="${got[$candidate]}" -v b="${got[$baseline]}" 'BEGIN {printf "%.3f", (b > 0) ? a / b : 0}')"
       echo "  $mode ${size}B round $r: $baseline ${got[$baseline]} Mpps (host ${cyc[$baseline]:-?} cycles/packet), $candidate ${got[$candidate]} Mpps (host ${cyc[$candidate]:-?}) (load $(load))" >&2
     done
-    line=$(printf '%-9s %5sB  %s %7s Mpps  %s %7s Mpps  ratio %5sx  (rounds:%s)' \
-      "$mode" "$size" "$baseline" "$(echo "$base_runs" | median)" "$candidate" \
-      "$(echo "$cand_runs" | median)" "$(echo "$ratios" | median)" "$ratios")
-    echo "$line"
-    results+=("$line")
-    # guest-rx: the host forwards (and drops) far more than the guest takes, so its cycles per
-    # packet say nothing about the guest's rate.
-    if [ "$mode" != guest-rx ]; then
-      line=$(printf '%17s host busy TSC cycles/packet (medians): %s %s, %s %s' "" \
-        "$baseline" "$(echo "$base_cyc" | median)" "$candidate" "$(echo "$cand_cyc" | median)")
-      echo "$line"
-      results+=("$line")
-    fi
+    mapfile -t lines < <(scenario_lines "$mode" "$size" "$baseline" "$base_runs" "$candidate" \
+      "$cand_runs" "$ratios" rounds "$base_cyc" "$cand_cyc")
+    printf '%s\n' "${lines[@]}"
+    results+=("${lines[@]}")
   done
 done
 

@@ -215,17 +215,10 @@ for mode in $modes; do
       if [ "$prev" = a ]; then cyc_a+=" $cycles"; else cyc_b+=" $cycles"; fi
     fi
     stop_pair
-    line=$(printf '%-9s %5sB  %s %7s Mpps  %s %7s Mpps  ratio %5sx  (pairs: %s)' \
-      "$mode" "$size" "$baseline" "$(echo "$rates_b" | median)" "$candidate" \
-      "$(echo "$rates_a" | median)" "$(echo "$ratios" | median)" "$ratios")
-    echo "$line"
-    results+=("$line")
-    if [ "$mode" != guest-rx ]; then
-      line=$(printf '%17s host busy TSC cycles/packet (medians): %s %s, %s %s' "" \
-        "$baseline" "$(echo "$cyc_b" | median)" "$candidate" "$(echo "$cyc_a" | median)")
-      echo "$line"
-      results+=("$line")
-    fi
+    mapfile -t lines < <(scenario_lines "$mode" "$size" "$baseline" "$rates_b" "$candidate" \
+      "$rates_a" "$ratios" pairs "$cyc_b" "$cyc_a")
+    printf '%s\n' "${lines[@]}"
+    results+=("${lines[@]}")
   done
 done
 

@@ -18,8 +18,11 @@
 #   scripts/bench/pvp_interleaved.sh [--periods N] [--seconds S] [--sizes "64 1500"]
 #                                    [--modes "guest-tx guest-rx guest-tx-fill"] [--plugin PATH]
 #                                    [--vqs-args DEVARGS] [--baseline-vqs-args DEVARGS]
-#                                    [--table NAME]
+#                                    [--table NAME] [--cpu-state]
 #
+# --cpu-state: before each period (forwarding stopped), one second of build/scripts/bench/
+# vqs-cpu-share classifies the CPUs' state (1: separate, lines cross fast; 2: separate, slow;
+# 3: the two CPUs take turns), and the ratios are also given per state of the pair's periods.
 # --periods: periods per backend and scenario (default 20); --baseline-vqs-args: a second net_vqs
 # port with these devargs instead of net_vhost; --table: the table in docs/benchmarks.md to
 # rewrite (default pvp-interleaved; none writes nothing). Needs root, hugepages and a build.
@@ -35,6 +38,7 @@ modes="guest-tx guest-rx"
 vqs_args=""
 baseline_args=""
 table=pvp-interleaved
+cpu_state=""
 plugin_src=$top/build/drivers/librte_net_vqs.so
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -46,6 +50,7 @@ while [ $# -gt 0 ]; do
     --baseline-vqs-args) baseline_args=",$2"; shift 2 ;;
     --table) table=$2; shift 2 ;;
     --plugin) plugin_src=$2; shift 2 ;;
+    --cpu-state) cpu_state=$top/build/scripts/bench/vqs-cpu-share; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -58,6 +63,7 @@ for mode in $modes; do
   esac
 done
 [ -f "$plugin_src" ] || { echo "build first: $plugin_src missing" >&2; exit 1; }
+[ -z "$cpu_state" ] || [ -x "$cpu_state" ] || { echo "build first: $cpu_state" >&2; exit 1; }
 candidate="net_vqs$vqs_args"
 if [ -n "$baseline_args" ]; then
   baseline="net_vqs$baseline_args" baseline_dev=net_vqs1
@@ -148,15 +154,20 @@ stop_pair() {
 }
 
 # period WHICH MODE: forward through backend WHICH (a: candidate, b: baseline) for one period;
-# prints "Mpps host-cycles/packet" (the cycles those of the period before, printed at its stop).
+# prints "Mpps host-cycles/packet cpu-state" (the cycles those of the period before, printed at
+# its stop; the state 0 without --cpu-state).
 period() {
-  local which=$1 mode=$2 key=Tx-pps at cycles rate
+  local which=$1 mode=$2 key=Tx-pps at cycles rate state=0
   [ "$mode" = guest-rx ] && key=Rx-pps
   at=$(size_of host)
   send host stop
   send guest stop
   sleep 0.3
   cycles=$(since host "$at" | grep -a -oE "CPU cycles/packet=[0-9.]+" | tail -1 | cut -d= -f2 || true)
+  if [ -n "$cpu_state" ]; then
+    # "N  compute beside a busy CPU 1: R of alone  line bounce B ns"
+    state=$("$cpu_state" 1 | awk '{print ($8 < 0.75) ? 3 : ($13 < 150) ? 1 : 2}')
+  fi
   send host "set portlist ${hport[$which]},${hnull[$which]}"
   send guest "set portlist ${gport[$which]}"
   send host start
@@ -168,7 +179,7 @@ period() {
   send guest "show port stats ${gport[$which]}"
   sleep 0.3
   rate=$(since guest "$at" | grep -a -oE "$key: +[0-9]+" | awk '{printf "%.3f", $2 / 1e6}' | tail -1 || true)
-  echo "${rate:-0} ${cycles:-0}"
+  echo "${rate:-0} ${cycles:-0} ${state:-0}"
 }
 
 load_before=$(load)
@@ -189,9 +200,12 @@ for mode in $modes; do
     for p in $(seq "$periods"); do
       if [ $((p % 2)) -eq 1 ]; then sequence+=" a b"; else sequence+=" b a"; fi
     done
-    declare -A last=()
+    declare -A last=() by_state=()
+    pair_state=""
     for which in $sequence; do
-      read -r rate cycles < <(period "$which" "$mode")
+      read -r rate cycles state < <(period "$which" "$mode")
+      # A pair's state: its periods' if they agree, else none.
+      if [ -z "$pair_state" ]; then pair_state=$state; elif [ "$pair_state" != "$state" ]; then pair_state=mixed; fi
       # The cycles printed at this stop belong to the period before.
       if [ -n "$prev" ] && [ "$cycles" != 0 ]; then
         if [ "$prev" = a ]; then cyc_a+=" $cycles"; else cyc_b+=" $cycles"; fi
@@ -200,9 +214,12 @@ for mode in $modes; do
       last[$which]=$rate
       # A ratio per pair: after each second period of a pair.
       if [ -n "${last[a]:-}" ] && [ -n "${last[b]:-}" ]; then
-        ratios+=" $(awk -v a="${last[a]}" -v b="${last[b]}" 'BEGIN {printf "%.3f", (b > 0) ? a / b : 0}')"
-        echo "  $mode ${size}B: $baseline ${last[b]} Mpps, $candidate ${last[a]} Mpps (load $(load))" >&2
+        ratio=$(awk -v a="${last[a]}" -v b="${last[b]}" 'BEGIN {printf "%.3f", (b > 0) ? a / b : 0}')
+        ratios+=" $ratio"
+        by_state[$pair_state]+=" $ratio"
+        echo "  $mode ${size}B: $baseline ${last[b]} Mpps, $candidate ${last[a]} Mpps (cpu state $pair_state, load $(load))" >&2
         last=()
+        pair_state=""
       fi
       prev=$which
     done
@@ -217,6 +234,14 @@ for mode in $modes; do
     stop_pair
     mapfile -t lines < <(scenario_lines "$mode" "$size" "$baseline" "$rates_b" "$candidate" \
       "$rates_a" "$ratios" pairs "$cyc_b" "$cyc_a")
+    if [ -n "$cpu_state" ]; then
+      line=$(printf '%17s ratio by CPU state:' "")
+      for st in 1 2 3 mixed; do
+        [ -n "${by_state[$st]:-}" ] || continue
+        line+=" $st: $(echo "${by_state[$st]}" | median)x ($(echo "${by_state[$st]}" | wc -w) pairs)"
+      done
+      lines+=("$line")
+    fi
     printf '%s\n' "${lines[@]}"
     results+=("${lines[@]}")
   done

@@ -420,6 +420,11 @@ class HoldingPort {
     return n;
   }
   unsigned held() const { return rte_ring_count(tx_); }
+  // Waits (up to 2 s) until it holds `n` frames.
+  void wait_held(unsigned n) const {
+    for (int i = 0; i < 2000 && held() < n; ++i) rte_delay_ms(1);
+    REQUIRE(held() == n);
+  }
   std::string device() const { return "net_ring_" + name_; }  // as rte_eth_from_rings names it
 
  private:
@@ -428,6 +433,13 @@ class HoldingPort {
   rte_ring* rx_ = nullptr;
   rte_ring* tx_ = nullptr;
 };
+
+// `count` frames of 1500 bytes (lent with zero-copy) from `guest`, seeds from `seed`.
+void send_large(const Guest& guest, int count, uint32_t seed) {
+  std::vector<rte_mbuf*> pkts;
+  for (int i = 0; i < count; ++i) pkts.push_back(make_packet(1500, seed + i));
+  REQUIRE(send_all(guest.port(), 0, pkts) == static_cast<size_t>(count));
+}
 
 TEST_CASE("zero-copy: a consumer that holds one flow's buffers does not slow the guest's other") {
   const rte_ether_addr kHeld = {{0x02, 0, 0, 0, 0xc, 1}};
@@ -502,19 +514,10 @@ TEST_CASE("zero-copy: a guest leaving while a NIC holds its buffers wakes the lc
                    "}\nlcores: [{lcore: 1, rx: auto, busy_poll_us: 100}]\n"
                    "forwarding: {mode: xconnect, pairs: [[zc1src, slow]]}\n");
   const LcoreCounters& lcore = sw.get().lcores()[0]->counters();
-  auto send_large = [](const Guest& guest, int count, uint32_t seed) {
-    std::vector<rte_mbuf*> pkts;
-    for (int i = 0; i < count; ++i) pkts.push_back(make_packet(1500, seed + i));
-    REQUIRE(send_all(guest.port(), 0, pkts) == count);
-  };
-  auto wait_held = [&slow](unsigned n) {
-    for (int i = 0; i < 2000 && slow.held() < n; ++i) rte_delay_ms(1);
-    REQUIRE(slow.held() == n);
-  };
   auto src = std::make_unique<Guest>("zc1src");
   REQUIRE(sw.wait_link(0));
   send_large(*src, 32, 1);
-  wait_held(32);  // every frame lent, and held by the ring nobody drains
+  slow.wait_held(32);  // every frame lent, and held by the ring nobody drains
   CHECK(sw.get().totals(0).zerocopy_in_flight == 32);
   CHECK(lcore.tx_release_requests == 0);
   rte_delay_ms(20);  // the lcore falls asleep
@@ -544,7 +547,7 @@ TEST_CASE("zero-copy: a guest leaving while a NIC holds its buffers wakes the lc
   Guest again("zc1src");
   REQUIRE(sw.wait_link(0));
   send_large(again, 1, 100);
-  wait_held(1);
+  slow.wait_held(1);
   CHECK(sw.get().totals(0).zerocopy_in_flight == 1);
   CHECK(slow.release() == 1);
   for (int i = 0; i < 1000 && sw.get().totals(0).zerocopy_in_flight > 0; ++i) rte_delay_ms(1);
@@ -570,11 +573,8 @@ TEST_CASE("zero-copy: a sleeping lcore is woken when a consumer frees lent buffe
   std::vector<double> latencies_ms;
   for (int round = 0; round < 5; ++round) {
     INFO("round " << round);
-    std::vector<rte_mbuf*> pkts;
-    for (int i = 0; i < 16; ++i) pkts.push_back(make_packet(1500, 100 * round + i));
-    REQUIRE(send_all(src.port(), 0, pkts) == 16);
-    for (int i = 0; i < 2000 && slow.held() < 16; ++i) rte_delay_ms(1);
-    REQUIRE(slow.held() == 16);
+    send_large(src, 16, 100 * round);
+    slow.wait_held(16);
     CHECK(sw.get().totals(0).zerocopy_in_flight == 16);
     // Just fallen asleep (for up to 100 ms): the consumer, on this thread, frees everything.
     const uint64_t sleeps = lcore.sleeps;

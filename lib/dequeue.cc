@@ -99,7 +99,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
     // Fast path: one descriptor holding header and packet, the packet fitting one mbuf, and too
     // short to lend.
     uint32_t single_len = 0;
-    const uint8_t* single = reader.single_buffer(head, ChainAccess::kDeviceReads, &single_len);
+    uint8_t* const single = reader.single_buffer(head, ChainAccess::kDeviceReads, &single_len);
     if (single != nullptr && single_len >= hdr_size + RTE_ETHER_HDR_LEN &&
         single_len - hdr_size <= rte_pktmbuf_tailroom(m) && single_len - hdr_size < lend_min_len) {
       const uint32_t pkt_len = single_len - hdr_size;
@@ -119,7 +119,11 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
       continue;
     }
     iov.clear();
-    const ChainError error = reader.read(head, ChainAccess::kDeviceReads, iov);
+    // One descriptor, already read and translated above (a packet to lend, or one that does not
+    // fit the head mbuf): no second walk of the chain.
+    const ChainError error = single != nullptr && iov.push(single, single_len)
+                                 ? ChainError::kNone
+                                 : reader.read(head, ChainAccess::kDeviceReads, iov);
     const uint64_t chain_len = iov.total_len();
     DropReason drop = DropReason::kCount;
     if (error != ChainError::kNone || chain_len < hdr_size) {

@@ -34,6 +34,11 @@ constexpr uint32_t kHeaderLen = sizeof(rte_ether_hdr) + sizeof(rte_ipv4_hdr) + s
 
 std::atomic<bool> g_stop{false};
 std::atomic<uint64_t> g_sent{0};
+// What the sender's time goes to: frames built (sent or not), and TSC cycles spent building them
+// and in rte_eth_tx_burst, so a run shows whether the guest or the backend sets the rate.
+std::atomic<uint64_t> g_built{0};
+std::atomic<uint64_t> g_build_cycles{0};
+std::atomic<uint64_t> g_tx_cycles{0};
 // Interactive mode: the port sent on (RTE_MAX_ETHPORTS: none), and what each port has sent.
 std::atomic<uint16_t> g_active{0};
 std::atomic<uint64_t> g_sent_by_port[RTE_MAX_ETHPORTS];
@@ -76,8 +81,13 @@ int send_loop(void* arg) {
     const uint16_t port = g_active.load(std::memory_order_relaxed);
     if (port == RTE_MAX_ETHPORTS) continue;
     if (rte_pktmbuf_alloc_bulk(src.pool, pkts, kBurst) != 0) continue;
+    const uint64_t t0 = rte_rdtsc();
     for (uint16_t i = 0; i < kBurst; ++i) build_frame(pkts[i], src.size, fill++);
+    const uint64_t t1 = rte_rdtsc();
     const uint16_t sent = rte_eth_tx_burst(port, 0, pkts, kBurst);
+    g_build_cycles.fetch_add(t1 - t0, std::memory_order_relaxed);
+    g_tx_cycles.fetch_add(rte_rdtsc() - t1, std::memory_order_relaxed);
+    g_built.fetch_add(kBurst, std::memory_order_relaxed);
     if (sent < kBurst) rte_pktmbuf_free_bulk(pkts + sent, kBurst - sent);
     g_sent.fetch_add(sent, std::memory_order_relaxed);
     g_sent_by_port[port].fetch_add(sent, std::memory_order_relaxed);
@@ -186,13 +196,25 @@ int main(int argc, char** argv) {
   if (interactive) {
     run_commands();
   } else {
-    uint64_t last = 0;
+    uint64_t last_sent = 0, last_built = 0, last_build_cycles = 0, last_tx_cycles = 0;
     while (!g_stop.load()) {
       rte_delay_us_sleep(1000 * 1000);
-      const uint64_t now = g_sent.load(std::memory_order_relaxed);
-      std::printf("  Tx-pps: %12lu\n", static_cast<unsigned long>(now - last));
+      const uint64_t sent = g_sent.load(std::memory_order_relaxed);
+      const uint64_t built = g_built.load(std::memory_order_relaxed);
+      const uint64_t build_cycles = g_build_cycles.load(std::memory_order_relaxed);
+      const uint64_t tx_cycles = g_tx_cycles.load(std::memory_order_relaxed);
+      const double frames = built > last_built ? static_cast<double>(built - last_built) : 1.0;
+      std::printf(
+          "  Tx-pps: %12lu  Built-pps: %12lu  build cycles/frame: %7.1f  tx cycles/frame: %7.1f\n",
+          static_cast<unsigned long>(sent - last_sent),
+          static_cast<unsigned long>(built - last_built),
+          static_cast<double>(build_cycles - last_build_cycles) / frames,
+          static_cast<double>(tx_cycles - last_tx_cycles) / frames);
       std::fflush(stdout);
-      last = now;
+      last_sent = sent;
+      last_built = built;
+      last_build_cycles = build_cycles;
+      last_tx_cycles = tx_cycles;
     }
   }
   rte_eal_wait_lcore(worker);

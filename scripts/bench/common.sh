@@ -18,11 +18,14 @@ busy_cycles() { grep -a -oE "CPU cycles/packet=[0-9.]+" "$1" | tail -1 | cut -d=
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
-# scenario_lines MODE SIZE BASELINE BASE_RATES CANDIDATE CAND_RATES RATIOS LABEL BASE_CYC CAND_CYC:
+# scenario_lines MODE SIZE BASELINE BASE_RATES CANDIDATE CAND_RATES RATIOS LABEL BASE_CYC CAND_CYC
+#   [TSC_MHZ]:
 # a scenario's result, one line per line: the medians of both backends' rates and of the ratios
 # (listed after LABEL); then, but for guest-rx (where the host forwards, and drops, far more than
 # the guest takes, so its cycles per packet say nothing about the guest's rate), the medians of
-# the host's busy cycles per packet.
+# the host's busy cycles per packet, and what they make of the host: the rate it could forward
+# if it were never idle (TSC_MHZ / cycles), and how busy it was at the median rate. A host busy
+# well short of 100% was waiting for the guest, which then set the rate.
 scenario_lines() {
   local mode=$1 size=$2 base=$3 base_rates=$4 cand=$5 cand_rates=$6 ratios=$7 label=$8
   printf '%-9s %5sB  %s %7s Mpps  %s %7s Mpps  ratio %5sx  (%s:%s)\n' "$mode" "$size" "$base" \
@@ -31,7 +34,17 @@ scenario_lines() {
   [ "$mode" = guest-rx ] ||
     printf '%17s host busy TSC cycles/packet (medians): %s %s, %s %s\n' "" "$base" \
       "$(echo "$9" | median)" "$cand" "$(echo "${10}" | median)"
+  [ "$mode" = guest-rx ] || [ -z "${11:-}" ] ||
+    awk -v mhz="${11}" -v b="$base" -v c="$cand" -v br="$(echo "$base_rates" | median)" \
+      -v cr="$(echo "$cand_rates" | median)" -v bc="$(echo "$9" | median)" \
+      -v cc="$(echo "${10}" | median)" 'BEGIN {
+        if (bc <= 0 || cc <= 0) exit
+        printf "%17s host capacity (TSC / busy cycles): %s %.2f Mpps, %s %.2f Mpps, ratio %.2fx; host busy at the median rates: %.0f%%, %.0f%%\n",
+          "", b, mhz / bc, c, mhz / cc, bc / cc, 100 * br * bc / mhz, 100 * cr * cc / mhz }'
 }
+
+# tsc_mhz LOG: the TSC frequency testpmd printed with its cycle counts (--record-core-cycles).
+tsc_mhz() { grep -a -oE "at [0-9]+ MHz Clock" "$1" | tail -1 | awk '{print $2}'; }
 
 # write_table NAME LINE...: replaces the block between <!-- NAME:begin --> and <!-- NAME:end -->
 # in docs/benchmarks.md with the lines (the script's; the rest of the file is prose).

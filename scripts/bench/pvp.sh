@@ -137,7 +137,7 @@ for mode in $modes; do
       echo "  $mode ${size}B round $r: $baseline ${got[$baseline]} Mpps (host ${cyc[$baseline]:-?} cycles/packet), $candidate ${got[$candidate]} Mpps (host ${cyc[$candidate]:-?}) (load $(load))" >&2
     done
     mapfile -t lines < <(scenario_lines "$mode" "$size" "$baseline" "$base_runs" "$candidate" \
-      "$cand_runs" "$ratios" rounds "$base_cyc" "$cand_cyc")
+      "$cand_runs" "$ratios" rounds "$base_cyc" "$cand_cyc" "$(tsc_mhz "$run/host.log")")
     printf '%s\n' "${lines[@]}"
     results+=("${lines[@]}")
   done

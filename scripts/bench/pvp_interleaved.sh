@@ -233,7 +233,7 @@ for mode in $modes; do
     fi
     stop_pair
     mapfile -t lines < <(scenario_lines "$mode" "$size" "$baseline" "$rates_b" "$candidate" \
-      "$rates_a" "$ratios" pairs "$cyc_b" "$cyc_a")
+      "$rates_a" "$ratios" pairs "$cyc_b" "$cyc_a" "$(tsc_mhz "$run/host.log")")
     if [ -n "$cpu_state" ]; then
       line=$(printf '%17s ratio by CPU state:' "")
       for st in 1 2 3 mixed; do

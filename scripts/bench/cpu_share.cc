@@ -6,6 +6,11 @@
 // Each second: the rate of a compute loop on CPU 0 while CPU 1 sleeps, then while CPU 1 runs the
 // same loop (their ratio: 1.0 when the two CPUs do not share execution resources, 0.5 when they
 // take turns on one), then the one-way latency of a cache line passed between them.
+//
+//   build/scripts/bench/vqs-cpu-share --bounce
+//
+// Only the line's one-way latency, once, in ~1 ms (a few ms when lines cross slowly): what
+// pvp_interleaved.sh --cpu-state samples during its periods, with both testpmds frozen.
 #include <pthread.h>
 #include <sched.h>
 
@@ -14,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <thread>
 
 namespace {
@@ -61,22 +67,35 @@ void partner() {
   }
 }
 
-// One-way latency of the ball's line between CPU 0 and CPU 1, in ns.
-double bounce_ns() {
-  constexpr int kRounds = 20000;
+// One-way latency of the ball's line between CPU 0 and CPU 1, in ns (CPU 1 in kPingPong).
+double bounce_ns(int rounds) {
   const auto start = Clock::now();
-  for (int i = 0; i < kRounds; ++i) {
+  for (int i = 0; i < rounds; ++i) {
     const uint32_t v = g_ball.load();
     g_ball.store(v + 1);
     while (g_ball.load() == v + 1) {
     }
   }
-  return std::chrono::duration<double, std::nano>(Clock::now() - start).count() / kRounds / 2;
+  return std::chrono::duration<double, std::nano>(Clock::now() - start).count() / rounds / 2;
+}
+
+// --bounce: CPU 1 only answers; the first rounds wait for it to be scheduled and are not timed.
+int bounce_once() {
+  g_phase = Phase::kPingPong;
+  std::thread other(partner);
+  pin(0);
+  bounce_ns(200);
+  const double ns = bounce_ns(2000);
+  g_phase = Phase::kStop;
+  other.join();
+  std::printf("%.0f\n", ns);
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "--bounce") return bounce_once();
   const int seconds = argc > 1 ? std::atoi(argv[1]) : 30;
   std::thread other(partner);
   pin(0);
@@ -88,7 +107,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     const uint64_t beside = compute_rate(200);
     g_phase = Phase::kPingPong;
-    const double ns = bounce_ns();
+    const double ns = bounce_ns(20000);
     std::printf("%3d  compute beside a busy CPU 1: %.2f of alone  line bounce %.0f ns\n", s,
                 static_cast<double>(beside) / static_cast<double>(alone), ns);
     std::fflush(stdout);

@@ -4,7 +4,7 @@
 #
 # pvp.sh restarts both testpmds for every run, so each run lands wherever the VM's two vCPUs
 # happen to be (these machines switch between fast and slow modes for seconds at a time, which
-# moves a 64-byte rate by 2x). Here one host testpmd serves both backends (net_vqs0 and
+# moves a 64-byte rate by 2x and a 1500-byte copy's by 5x). Here one host testpmd serves both backends (net_vqs0 and
 # net_vhost0, each with its own net_null port) and one guest testpmd has a virtio_user port on
 # each; testpmd's interactive commands (set portlist, start, stop) switch forwarding between the
 # pairs without a restart, so the two backends are measured in many short periods, alternately,
@@ -20,9 +20,12 @@
 #                                    [--vqs-args DEVARGS] [--baseline-vqs-args DEVARGS]
 #                                    [--table NAME] [--cpu-state]
 #
-# --cpu-state: before each period (forwarding stopped), one second of build/scripts/bench/
-# vqs-cpu-share classifies the CPUs' state (1: separate, lines cross fast; 2: separate, slow;
-# 3: the two CPUs take turns), and the ratios are also given per state of the pair's periods.
+# --cpu-state: how fast a cache line crosses between the two CPUs, sampled during each period:
+# every 0.5 s both testpmds are frozen (SIGSTOP) for the 1-3 ms of build/scripts/bench/
+# vqs-cpu-share --bounce. The modes are that latency: for seconds at a time a line crosses in
+# ~60 ns (near) or in ~250 ns (far). A period is near or far if all its samples agree (150 ns
+# apart), else mixed, and each scenario also gets its rates, host cycles and ratios per class
+# (a pair's class: its two periods' if they agree). --seconds must be whole seconds.
 # --periods: periods per backend and scenario (default 20); --baseline-vqs-args: a second net_vqs
 # port with these devargs instead of net_vhost; --table: the table in docs/benchmarks.md to
 # rewrite (default pvp-interleaved; none writes nothing). Needs root, hugepages and a build.
@@ -75,6 +78,7 @@ run=$(mktemp -d /run/vqs-bench.XXXXXX)  # not world-writable: EAL loads plugins 
 cp "$plugin_src" "$run/librte_net_vqs.so"
 pids=()
 cleanup() {
+  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; done  # if frozen by a sample
   for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
   sleep 1
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
@@ -153,33 +157,63 @@ stop_pair() {
   pids=()
 }
 
+# line_crossings SECONDS: one-way line latencies (ns) sampled every 0.5 s for SECONDS, each with
+# both testpmds frozen so that the probe has the two CPUs to itself.
+line_crossings() {
+  local until=$(($(date +%s%N) + $1 * 1000000000)) samples=""
+  while :; do
+    sleep 0.5
+    kill -STOP "${pids[@]}"
+    samples+=" $("$cpu_state" --bounce)"
+    kill -CONT "${pids[@]}"
+    [ "$(date +%s%N)" -lt "$until" ] || break
+  done
+  echo "$samples"
+}
+
 # period WHICH MODE: forward through backend WHICH (a: candidate, b: baseline) for one period;
-# prints "Mpps host-cycles/packet cpu-state" (the cycles those of the period before, printed at
-# its stop; the state 0 without --cpu-state).
+# prints "Mpps host-cycles/packet class" (the cycles those of the period before, printed at its
+# stop; the class near, far or mixed with --cpu-state, else none).
 period() {
-  local which=$1 mode=$2 key=Tx-pps at cycles rate state=0
+  local which=$1 mode=$2 key=Tx-pps at cycles rate class=none
   [ "$mode" = guest-rx ] && key=Rx-pps
   at=$(size_of host)
   send host stop
   send guest stop
   sleep 0.3
   cycles=$(since host "$at" | grep -a -oE "CPU cycles/packet=[0-9.]+" | tail -1 | cut -d= -f2 || true)
-  if [ -n "$cpu_state" ]; then
-    # "N  compute beside a busy CPU 1: R of alone  line bounce B ns"
-    state=$("$cpu_state" 1 | awk '{print ($8 < 0.75) ? 3 : ($13 < 150) ? 1 : 2}')
-  fi
   send host "set portlist ${hport[$which]},${hnull[$which]}"
   send guest "set portlist ${gport[$which]}"
   send host start
   send guest start
   sleep 1
   send guest "show port stats ${gport[$which]}"  # starts the rate's interval
-  sleep "$seconds"
+  if [ -n "$cpu_state" ]; then
+    class=$(line_crossings "$seconds" | awk '{for (i = 1; i <= NF; i++) if ($i < 150) n++; else f++}
+      END {print f ? (n ? "mixed" : "far") : "near"}')
+  else
+    sleep "$seconds"
+  fi
   at=$(size_of guest)
   send guest "show port stats ${gport[$which]}"
   sleep 0.3
   rate=$(since guest "$at" | grep -a -oE "$key: +[0-9]+" | awk '{printf "%.3f", $2 / 1e6}' | tail -1 || true)
-  echo "${rate:-0} ${cycles:-0} ${state:-0}"
+  echo "${rate:-0} ${cycles:-0} $class"
+}
+
+# class_lines BASELINE CANDIDATE: with --cpu-state, a scenario's results per class, from the
+# arrays filled by the loop below.
+class_lines() {
+  local c
+  # "median (count)", or "-" for none
+  of() { if [ -n "${1// /}" ]; then echo "$(echo "$1" | median) ($(echo "$1" | wc -w))"; else echo -; fi; }
+  for c in near far mixed; do
+    [ -n "${class_rates[a.$c]:-}${class_rates[b.$c]:-}" ] || continue
+    printf '%17s %-5s Mpps %s %s, %s %s; host cycles %s, %s; pairs: ratio %s\n' "" "$c" \
+      "$1" "$(of "${class_rates[b.$c]:-}")" "$2" "$(of "${class_rates[a.$c]:-}")" \
+      "$(of "${class_cycles[b.$c]:-}")" "$(of "${class_cycles[a.$c]:-}")" \
+      "$(of "${class_ratios[$c]:-}")"
+  done
 }
 
 load_before=$(load)
@@ -200,26 +234,29 @@ for mode in $modes; do
     for p in $(seq "$periods"); do
       if [ $((p % 2)) -eq 1 ]; then sequence+=" a b"; else sequence+=" b a"; fi
     done
-    declare -A last=() by_state=()
-    pair_state=""
+    declare -A last=() class_rates=() class_cycles=() class_ratios=()
+    pair_class="" prev_class=""
     for which in $sequence; do
-      read -r rate cycles state < <(period "$which" "$mode")
-      # A pair's state: its periods' if they agree, else none.
-      if [ -z "$pair_state" ]; then pair_state=$state; elif [ "$pair_state" != "$state" ]; then pair_state=mixed; fi
+      read -r rate cycles class < <(period "$which" "$mode")
+      # A pair's class: its periods' if they agree, else mixed.
+      if [ -z "$pair_class" ]; then pair_class=$class; elif [ "$pair_class" != "$class" ]; then pair_class=mixed; fi
       # The cycles printed at this stop belong to the period before.
       if [ -n "$prev" ] && [ "$cycles" != 0 ]; then
         if [ "$prev" = a ]; then cyc_a+=" $cycles"; else cyc_b+=" $cycles"; fi
+        class_cycles[$prev.$prev_class]+=" $cycles"
       fi
       if [ "$which" = a ]; then rates_a+=" $rate"; else rates_b+=" $rate"; fi
+      class_rates[$which.$class]+=" $rate"
+      prev_class=$class
       last[$which]=$rate
       # A ratio per pair: after each second period of a pair.
       if [ -n "${last[a]:-}" ] && [ -n "${last[b]:-}" ]; then
         ratio=$(awk -v a="${last[a]}" -v b="${last[b]}" 'BEGIN {printf "%.3f", (b > 0) ? a / b : 0}')
         ratios+=" $ratio"
-        by_state[$pair_state]+=" $ratio"
-        echo "  $mode ${size}B: $baseline ${last[b]} Mpps, $candidate ${last[a]} Mpps (cpu state $pair_state, load $(load))" >&2
+        class_ratios[$pair_class]+=" $ratio"
+        echo "  $mode ${size}B: $baseline ${last[b]} Mpps, $candidate ${last[a]} Mpps ($pair_class, load $(load))" >&2
         last=()
-        pair_state=""
+        pair_class=""
       fi
       prev=$which
     done
@@ -230,18 +267,12 @@ for mode in $modes; do
     cycles=$(since host "$at" | grep -a -oE "CPU cycles/packet=[0-9.]+" | tail -1 | cut -d= -f2 || true)
     if [ -n "${cycles:-}" ]; then
       if [ "$prev" = a ]; then cyc_a+=" $cycles"; else cyc_b+=" $cycles"; fi
+      class_cycles[$prev.$prev_class]+=" $cycles"
     fi
     stop_pair
     mapfile -t lines < <(scenario_lines "$mode" "$size" "$baseline" "$rates_b" "$candidate" \
       "$rates_a" "$ratios" pairs "$cyc_b" "$cyc_a" "$(tsc_mhz "$run/host.log")")
-    if [ -n "$cpu_state" ]; then
-      line=$(printf '%17s ratio by CPU state:' "")
-      for st in 1 2 3 mixed; do
-        [ -n "${by_state[$st]:-}" ] || continue
-        line+=" $st: $(echo "${by_state[$st]}" | median)x ($(echo "${by_state[$st]}" | wc -w) pairs)"
-      done
-      lines+=("$line")
-    fi
+    [ -z "$cpu_state" ] || mapfile -t -O "${#lines[@]}" lines < <(class_lines "$baseline" "$candidate")
     printf '%s\n' "${lines[@]}"
     results+=("${lines[@]}")
   done

@@ -4,11 +4,11 @@
 #
 # pvp.sh restarts both testpmds for every run, so each run lands wherever the VM's two vCPUs
 # happen to be (these machines switch between fast and slow modes for seconds at a time, which
-# moves a 64-byte rate by 2x and a 1500-byte copy's by 5x). Here one host testpmd serves both backends (net_vqs0 and
-# net_vhost0, each with its own net_null port) and one guest testpmd has a virtio_user port on
-# each; testpmd's interactive commands (set portlist, start, stop) switch forwarding between the
-# pairs without a restart, so the two backends are measured in many short periods, alternately,
-# under the same conditions. Each period: switch, 1 s of warm-up, then the guest's rate over
+# moves a 64-byte rate by 2x and a 1500-byte copy's by 5x). Here one host testpmd serves both
+# backends (net_vqs0 and net_vhost0, each with its own net_null port) and one guest testpmd has
+# a virtio_user port on each; testpmd's interactive commands (set portlist, start, stop)
+# switch forwarding between the pairs without a restart, so the two backends are measured in
+# many short periods, alternately, under the same conditions (--cpu-state: and per mode). Each period: switch, 1 s of warm-up, then the guest's rate over
 # --seconds (guest Tx-pps for guest-tx, Rx-pps for guest-rx) and, for guest-tx, the host's busy
 # TSC cycles per packet over the period (--record-core-cycles, printed at each stop). The ratio
 # is the median of the ratios of adjacent periods (the order alternates, ABBA...).
@@ -22,10 +22,11 @@
 #
 # --cpu-state: how fast a cache line crosses between the two CPUs, sampled during each period:
 # every 0.5 s both testpmds are frozen (SIGSTOP) for the 1-3 ms of build/scripts/bench/
-# vqs-cpu-share --bounce. The modes are that latency: for seconds at a time a line crosses in
-# ~60 ns (near) or in ~250 ns (far). A period is near or far if all its samples agree (150 ns
-# apart), else mixed, and each scenario also gets its rates, host cycles and ratios per class
-# (a pair's class: its two periods' if they agree). --seconds must be whole seconds.
+# vqs-cpu-share --bounce (under 1% of the period, alike for both backends). The modes are that
+# latency: for seconds at a time a line crosses in ~60 ns (near) or in ~250 ns (far). A period
+# is near or far if all its samples agree (150 ns apart), else mixed, and each scenario also
+# gets its rates, host cycles and ratios per class (a pair's class: its two periods' if they
+# agree). --seconds must be whole seconds.
 # --periods: periods per backend and scenario (default 20); --baseline-vqs-args: a second net_vqs
 # port with these devargs instead of net_vhost; --table: the table in docs/benchmarks.md to
 # rewrite (default pvp-interleaved; none writes nothing). Needs root, hugepages and a build.

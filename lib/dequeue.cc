@@ -139,7 +139,8 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
       IoVecCursor cursor(iov);
       cursor.read(&hdr, sizeof(hdr));  // legacy and 1.x share these 10 bytes
       cursor.skip(hdr_size - sizeof(hdr));
-      if (pkt_len >= lend_min_len) {
+      bool limit_hit = false;
+      if (pkt_len >= lend_min_len && offload_fits_head(hdr)) {
         const LendResult lent =
             lend_packet(iov, hdr_size, pkt_len, head, m, stash, *zero_copy, dma_ready);
         if (lent == LendResult::kLent) {
@@ -157,7 +158,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
           pool_empty = true;
           break;  // this packet stays in the guest's ring
         }
-        if (lent == LendResult::kNoSlot) ++stats.zero_copy_limit_copies;
+        limit_hit = lent == LendResult::kNoSlot;
       }
       const CopyResult copied = copy_chain_to_mbuf(cursor, pkt_len, m, stash);
       if (copied == CopyResult::kPoolEmpty) {
@@ -167,6 +168,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
       if (copied == CopyResult::kOk) {
         apply_guest_tx_offload(hdr, m);
         if (zero_copy != nullptr) ++stats.zero_copy_copied;
+        if (limit_hit) ++stats.zero_copy_limit_copies;  // counted once the copy is made
         ++out;
         result.bytes += pkt_len;
         stats.count_packet(pkt_len);

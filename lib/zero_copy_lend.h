@@ -10,6 +10,7 @@
 
 #include "io_vec.h"
 #include "mbuf_stash.h"
+#include "virtio_net_hdr.h"
 #include "zero_copy_tracker.h"
 
 namespace vqs {
@@ -18,6 +19,20 @@ namespace vqs {
 constexpr uint32_t kZeroCopyHeadLen = 128;
 // Payload pieces (guest buffers, split at memory-region boundaries) one packet may lend.
 constexpr uint32_t kZeroCopyMaxPieces = 64;
+// The longest TCP header (data offset 15).
+constexpr uint32_t kMaxL4HeaderLen = 60;
+
+// Whether a packet with virtio-net header `hdr` may be lent. An offload request has us rewrite
+// the headers it names (checksum completion, here or at an output without the offload, and
+// segmentation), and the device must never write into a buffer the guest gave it to read: so
+// with a request, the checksum field and an L4 header of any length from csum_start must lie
+// in the copied head. Segmentation without a checksum request names no header: copied.
+inline bool offload_fits_head(const VirtioNetHdr& hdr) {
+  if (!(hdr.flags & kNetHdrFNeedsCsum)) return hdr.gso_type == kNetHdrGsoNone;
+  const uint32_t start = hdr.csum_start;
+  return start + kMaxL4HeaderLen <= kZeroCopyHeadLen &&
+         start + hdr.csum_offset + 2 <= kZeroCopyHeadLen;
+}
 
 enum class LendResult {
   kLent,

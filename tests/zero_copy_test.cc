@@ -132,6 +132,53 @@ TEST_CASE("zero-copy: buffers crossing guest memory regions are lent piece by pi
   CHECK(mbuf_bytes(pkts[0]) == make_frame(4000, 9));
 }
 
+TEST_CASE("zero-copy: an offload request whose headers reach past the copied head is copied") {
+  // The device rewrites what a request names (checksum fields, headers of segments); that must
+  // be in the copied head, never in the guest's buffer.
+  const struct {
+    uint8_t flags;
+    uint16_t csum_start;
+    uint16_t csum_offset;
+    uint8_t gso_type;
+    bool lent;
+  } cases[] = {
+      {0, 0, 0, kNetHdrGsoNone, true},                     // no request
+      {kNetHdrFNeedsCsum, 34, 16, kNetHdrGsoNone, true},   // IPv4/TCP
+      {kNetHdrFNeedsCsum, 68, 16, kNetHdrGsoTcpv4, true},  // a 60-byte TCP header still fits
+      {kNetHdrFNeedsCsum, 69, 16, kNetHdrGsoNone, false},  // it would not
+      {kNetHdrFNeedsCsum, 34, 92, kNetHdrGsoNone, true},   // field in the head's last two bytes
+      {kNetHdrFNeedsCsum, 34, 94, kNetHdrGsoNone, false},  // field past the head
+      {0, 0, 0, kNetHdrGsoTcpv4, false},                   // segmentation, no checksum start
+  };
+  for (const auto& c : cases) {
+    INFO("flags " << int(c.flags) << " csum_start " << c.csum_start << " csum_offset "
+                  << c.csum_offset << " gso " << int(c.gso_type));
+    ZeroCopyDevice dev;
+    SimPacket p;
+    p.data = make_frame(1000, 7);
+    p.hdr.hdr.flags = c.flags;
+    p.hdr.hdr.csum_start = c.csum_start;
+    p.hdr.hdr.csum_offset = c.csum_offset;
+    p.hdr.hdr.gso_type = c.gso_type;
+    p.hdr.hdr.gso_size = c.gso_type != kNetHdrGsoNone ? 500 : 0;
+    const uint16_t head = dev.tx.send(p);
+    REQUIRE(head != UINT16_MAX);
+    const VringDesc d = dev.tx.desc(head);
+    const std::vector<uint8_t> before(dev.tx.memory().host(d.addr, d.len),
+                                      dev.tx.memory().host(d.addr, d.len) + d.len);
+    const auto pkts = dev.dequeue();
+    REQUIRE(pkts.size() == 1);
+    CHECK(ZeroCopyDevice::lent(pkts[0]) == c.lent);
+    CHECK(dev.txq.stats().zero_copy_packets == (c.lent ? 1u : 0u));
+    CHECK(dev.txq.stats().zero_copy_copied == (c.lent ? 0u : 1u));
+    CHECK(dev.txq.stats().zero_copy_limit_copies == 0);
+    // Whatever was completed, it was not in the guest's buffer.
+    const std::vector<uint8_t> after(dev.tx.memory().host(d.addr, d.len),
+                                     dev.tx.memory().host(d.addr, d.len) + d.len);
+    CHECK(after == before);
+  }
+}
+
 TEST_CASE("zero-copy: never more than min(128, ring/4) in flight; beyond it packets are copied") {
   for (uint16_t ring : {uint16_t{64}, uint16_t{256}, uint16_t{1024}}) {
     INFO("ring " << ring);

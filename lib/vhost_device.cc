@@ -498,6 +498,10 @@ void VhostDevice::apply_locked() {
     const bool want_open = v.started && datapath_enabled_;
     if (want_open && !v.gate.is_open()) v.gate.open();
     if (!want_open && v.gate.is_open()) v.gate.close();
+    // The session is over: chains lent from a vring stopped earlier in it (disabled, or stopped
+    // for a message whose memory table then failed) will not come back to the next session's
+    // ring either. The vring is stopped, so this thread is its owner.
+    if (!running_ && !v.started && v.zero_copy != nullptr) v.zero_copy->orphan_lent();
   }
 }
 
@@ -612,8 +616,8 @@ void VhostDevice::stop_vring_locked(uint16_t index) {
   v.started = false;
   if (v.zero_copy != nullptr) {
     // The session is over (device stopped or gone): what is still lent never comes back to this
-    // ring. Otherwise (a message being handled, the queue disabled) it does, after the restart.
-    if (!running_) v.zero_copy->orphan_lent();
+    // ring (apply_locked marks it). Otherwise (a message being handled, the queue disabled) it
+    // does, after the restart.
     v.zero_copy->set_mapping(nullptr);
   }
 }

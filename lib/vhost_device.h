@@ -131,6 +131,10 @@ class VhostDevice {
     return vrings_[vring].zero_copy ? vrings_[vring].zero_copy->wakes() : 0;
   }
   uint32_t zero_copy_min_len() const { return options_.zero_copy_min_len; }
+  // Chains of `vring` completed after their session ended (ZeroCopyTracker::orphans_reaped).
+  uint64_t zero_copy_orphans(uint16_t vring) const {
+    return vrings_[vring].zero_copy ? vrings_[vring].zero_copy->orphans_reaped() : 0;
+  }
   // Control plane, now and then: with the guest gone, frees the slots of lent chains completed
   // since, so that the memory they kept (mapping, DMA registration) goes without waiting for the
   // guest to come back. Returns the chains still lent.

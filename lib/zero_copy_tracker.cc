@@ -143,9 +143,13 @@ uint16_t ZeroCopyTracker::reap_with(PutUsed&& put_used) {
       }
     }
   }
-  if (freed != 0)
+  if (freed != 0) {
     in_flight_.store(static_cast<uint16_t>(in_flight_.load(std::memory_order_relaxed) - freed),
                      std::memory_order_relaxed);
+    if (freed != returned)
+      orphans_reaped_.store(orphans_reaped_.load(std::memory_order_relaxed) + (freed - returned),
+                            std::memory_order_relaxed);
+  }
   return returned;
 }
 

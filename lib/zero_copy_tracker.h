@@ -75,6 +75,9 @@ class ZeroCopyTracker {
   void arm_wake(bool armed);
   // Times a completion (or arming) wrote the fd. Any thread.
   uint64_t wakes() const { return wakes_.load(std::memory_order_relaxed); }
+  // Orphaned chains whose completion was reaped (their descriptors never went back to a ring).
+  // Written by the owner, read by any thread.
+  uint64_t orphans_reaped() const { return orphans_reaped_.load(std::memory_order_relaxed); }
 
   uint16_t limit() const { return limit_; }
   // Owner: whether chains lent now come from memory registered for DMA (GuestMapping::dma_ready).
@@ -104,6 +107,7 @@ class ZeroCopyTracker {
   uint16_t limit_ = 0;
   GuestMapping* mapping_ = nullptr;
   uint16_t lent_from_mapping_ = 0;  // lent slots covered by the one reference held to mapping_
+  std::atomic<uint64_t> orphans_reaped_{0};
   int wake_fd_ = -1;
   // Written by whichever thread frees an mbuf: a line of its own. wake_armed_ shares it, since
   // every completion reads it right after its OR.

@@ -270,6 +270,7 @@ TEST_CASE("zero-copy: chains still lent when the ring stops are orphaned, never 
   CHECK(dev.tracker.completions_waiting());
   dev.tracker.reap_orphans_only();
   CHECK(dev.tracker.in_flight() == 0);
+  CHECK(dev.tracker.orphans_reaped() == 3);
   CHECK(dev.tx.take_used().empty());
 }
 

@@ -110,6 +110,8 @@ TEST_CASE("zero-copy: a guest that leaves with buffers lent; they stay readable,
     poll_host(host.port());
     CHECK(xstat(host.port(), "rx_q0_zerocopy_in_flight") == 0);
     CHECK(xstat(host.port(), "rx_q0_zerocopy_packets") == 72);
+    // The first session's chains completed as orphans: none went into the new guest's ring.
+    CHECK(xstat(host.port(), "rx_q0_zerocopy_orphans") == 32);
   }
   CHECK(pool_full());
 }

@@ -28,7 +28,7 @@ constexpr Counter kCounters[] = {
     {"zerocopy_copied", [](const QueueStats& s) { return s.zero_copy_copied; }},
     {"zerocopy_limit_copies", [](const QueueStats& s) { return s.zero_copy_limit_copies; }},
 };
-// Per-queue values of now, not counters (no reset): guest TX zero-copy's settings and state; 0
+// Per-queue values not subject to resets: guest TX zero-copy's settings and state; 0
 // with zero-copy off.
 struct Gauge {
   const char* name;
@@ -43,6 +43,10 @@ constexpr Gauge kGauges[] = {
      [](const VhostDevice& d, uint16_t v) -> uint64_t {
        return d.zero_copy_enabled(v) ? d.zero_copy_min_len() : 0;
      }},
+    // Counts since the port was created: lent chains that completed after their guest session
+    // ended, so their descriptors went back to no ring.
+    {"zerocopy_orphans",
+     [](const VhostDevice& d, uint16_t v) -> uint64_t { return d.zero_copy_orphans(v); }},
 };
 // Drops by every reason but kNoGuestBuffer: the PMD's tx burst hands such packets back to the
 // caller instead of dropping them, so that counter would always read 0.

@@ -314,6 +314,7 @@ PortTotals Switch::totals(uint16_t index) const {
       t.zerocopy_limit_copies += s.zero_copy_limit_copies;
       t.zerocopy_in_flight += device.zero_copy_in_flight(v);
       t.zerocopy_wakeups += device.zero_copy_wakeups(v);
+      t.zerocopy_orphans += device.zero_copy_orphans(v);
       t.guest_notifications += s.guest_notifications;
       t.guest_notifications_coalesced += s.guest_notifications_coalesced;
       t.guest_notifications_refill += s.guest_notifications_refill;

@@ -35,6 +35,7 @@ struct PortTotals {
   uint64_t zerocopy_limit_copies = 0;          // ... of those, copied at the in-flight limit
   uint64_t zerocopy_in_flight = 0;             // ... lent now
   uint64_t zerocopy_wakeups = 0;               // ... completions that woke a sleeping lcore
+  uint64_t zerocopy_orphans = 0;               // ... chains freed after their session ended
   uint64_t total_drops() const;
 };
 

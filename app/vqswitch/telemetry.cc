@@ -59,6 +59,7 @@ int ports_command(const char*, const char* params, rte_tel_data* d) {
       add_u64(p, "zerocopy_limit_copies", t.zerocopy_limit_copies);
       add_u64(p, "zerocopy_in_flight", t.zerocopy_in_flight);
       add_u64(p, "zerocopy_wakeups", t.zerocopy_wakeups);
+      add_u64(p, "zerocopy_orphans", t.zerocopy_orphans);
     } else {
       add_u64(p, "rx_missed", t.rx_missed);
       add_u64(p, "rx_nombuf", t.rx_nombuf);

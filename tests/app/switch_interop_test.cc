@@ -544,6 +544,7 @@ TEST_CASE("zero-copy: a guest leaving while a NIC holds its buffers wakes the lc
   CHECK(slow.release() == 32);
   for (int i = 0; i < 1000 && sw.get().totals(0).zerocopy_in_flight > 0; ++i) rte_delay_ms(1);
   CHECK(sw.get().totals(0).zerocopy_in_flight == 0);
+  CHECK(sw.get().totals(0).zerocopy_orphans == 32);
   Guest again("zc1src");
   REQUIRE(sw.wait_link(0));
   send_large(again, 1, 100);

@@ -194,7 +194,7 @@ VhostDevice::VhostDevice(const VhostDeviceOptions& options, Listener* listener)
     : options_(options), listener_(listener), vrings_(new Vring[2 * options.queue_pairs]) {
   if (options.zero_copy)
     for (uint16_t q = 0; q < options.queue_pairs; ++q)
-      vrings_[2 * q + 1].zero_copy = std::make_unique<ZeroCopyTracker>();
+      vrings_[2 * q + 1].zero_copy = ZeroCopyTracker::acquire();
 }
 
 std::unique_ptr<VhostDevice> VhostDevice::create(const VhostDeviceOptions& options,
@@ -264,7 +264,7 @@ VhostDevice::~VhostDevice() {
   const uint64_t deadline =
       rte_get_timer_cycles() + rte_get_timer_hz() * kLentTeardownWaitMs / 1000;
   for (uint16_t i = 0; i < vring_count(); ++i) {
-    std::unique_ptr<ZeroCopyTracker>& zc = vrings_[i].zero_copy;
+    ZeroCopyTracker::Handle& zc = vrings_[i].zero_copy;
     if (zc == nullptr) continue;
     zc->reap_orphans_only();
     while (zc->in_flight() > 0 && rte_get_timer_cycles() < deadline) {

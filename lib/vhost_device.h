@@ -162,8 +162,8 @@ class VhostDevice {
     int kickfd = -1;       // the guest's, while started
     int waiter_epfd = -1;  // the owner's epoll fd that kickfd is registered in
     std::atomic<bool> kicks_armed{false};
-    std::atomic<uint16_t> ring_size{0};          // the guest's, while started
-    std::unique_ptr<ZeroCopyTracker> zero_copy;  // guest TX vrings, with options.zero_copy
+    std::atomic<uint16_t> ring_size{0};  // the guest's, while started
+    ZeroCopyTracker::Handle zero_copy;   // guest TX vrings, with options.zero_copy
   };
   // Stopping a guest TX vring with chains lent: waits (bounded) for their completions and returns
   // them to the guest before the ring's indices are handed back.

@@ -3,7 +3,58 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <mutex>
+#include <vector>
+
 namespace vqs {
+namespace {
+
+// Trackers given back, for the next device. Control plane only.
+std::mutex recycled_mutex;
+std::vector<ZeroCopyTracker*>& recycled() {
+  static auto* trackers = new std::vector<ZeroCopyTracker*>;  // never destroyed, as they are not
+  return *trackers;
+}
+
+}  // namespace
+
+ZeroCopyTracker::Handle ZeroCopyTracker::acquire() {
+  {
+    std::lock_guard lock(recycled_mutex);
+    if (!recycled().empty()) {
+      ZeroCopyTracker* tracker = recycled().back();
+      recycled().pop_back();
+      return Handle(tracker);
+    }
+  }
+  return Handle(new ZeroCopyTracker);
+}
+
+void ZeroCopyTracker::Recycle::operator()(ZeroCopyTracker* tracker) const {
+  tracker->reset();
+  std::lock_guard lock(recycled_mutex);
+  recycled().push_back(tracker);
+}
+
+void ZeroCopyTracker::reset() {
+  for (Slot& s : slots_) {
+    s.mapping = nullptr;
+    s.own_ref = false;
+    s.head = 0;
+    s.orphan = false;
+  }
+  free_[0] = free_[1] = ~uint64_t{0};
+  in_flight_.store(0, std::memory_order_relaxed);
+  limit_ = 0;
+  mapping_ = nullptr;
+  lent_from_mapping_ = 0;
+  orphans_reaped_.store(0, std::memory_order_relaxed);
+  done_[0].store(0, std::memory_order_relaxed);
+  done_[1].store(0, std::memory_order_relaxed);
+  // A late completer of the previous device may still exchange this; at worst one spurious wake.
+  wake_armed_.store(false, std::memory_order_relaxed);
+  wakes_.store(0, std::memory_order_relaxed);
+}
 
 ZeroCopyTracker::ZeroCopyTracker() {
   for (uint16_t i = 0; i < kMaxSlots; ++i) {

@@ -9,12 +9,20 @@
 // completion can never be taken for a newer chain's. When the ring stops with chains still lent,
 // those slots are orphaned: their completion, whenever it comes, frees the slot without touching
 // any ring (the ring of that session is gone).
+//
+// Lifetime: a completer still reads its tracker after setting its done bit (whether the owner
+// sleeps, then maybe its eventfd), so the owner can see every chain back while a completer is
+// not done with the tracker. A device therefore never frees its trackers: it takes them with
+// acquire() and gives them back for reuse (type-stable memory, the eventfd kept open), so that
+// such a late read finds a tracker, at worst another device's, which it may wake once for
+// nothing.
 #pragma once
 
 #include <rte_mbuf.h>
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "guest_mapping.h"
 #include "split_ring.h"
@@ -36,6 +44,15 @@ class ZeroCopyTracker {
   ~ZeroCopyTracker();
   ZeroCopyTracker(const ZeroCopyTracker&) = delete;
   ZeroCopyTracker& operator=(const ZeroCopyTracker&) = delete;
+
+  // A tracker for a device (control plane): a reused one when any was given back, reset. The
+  // handle gives it back, which it may only do with nothing lent (in_flight() == 0); a device
+  // that gives up waiting for its chains releases the handle instead, leaving it allocated.
+  struct Recycle {
+    void operator()(ZeroCopyTracker* tracker) const;
+  };
+  using Handle = std::unique_ptr<ZeroCopyTracker, Recycle>;
+  static Handle acquire();
 
   // Owner, when the ring starts: the limit for its size. Orphans of earlier sessions still count
   // against it until they complete.
@@ -96,6 +113,8 @@ class ZeroCopyTracker {
     bool orphan = false;
   };
   static void on_free(void* addr, void* opaque);
+  // Back to the state of a new tracker, but for the eventfd (kept). Nothing may be lent.
+  void reset();
   void wake_owner();
   void drop_mapping_ref(Slot& s);
   template <typename PutUsed>

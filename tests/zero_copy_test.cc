@@ -1,6 +1,7 @@
 // Dequeue zero-copy: lending guest TX buffers as external mbuf buffers, the in-flight limit and
 // its copy fallback, completions in any order and from any thread, the used ring afterwards,
 // and the completion wake-up of a sleeping owner.
+#include <fcntl.h>
 #include <poll.h>
 #include <rte_mbuf.h>
 #include <sys/eventfd.h>
@@ -366,4 +367,47 @@ TEST_CASE("zero-copy: a completion racing the owner's arming is never slept thro
   }
   CHECK(missed == 0);
   CHECK(dev.tracker.in_flight() == 0);
+}
+
+TEST_CASE("zero-copy: a device's tracker is reused, never freed, and comes back as new") {
+  // A completer may read its tracker just after the owner saw its chain back (see
+  // zero_copy_tracker.h, Lifetime): the memory must stay a tracker, with its eventfd open.
+  ZeroCopyTracker* first = nullptr;
+  int fd = -1;
+  {
+    ZeroCopyTracker::Handle t = ZeroCopyTracker::acquire();
+    first = t.get();
+    fd = t->wake_fd();
+    REQUIRE(fd >= 0);
+    t->start(256);
+    rte_mbuf_ext_shared_info* shinfo = t->lend(7, 1);
+    REQUIRE(shinfo != nullptr);
+    t->orphan_lent();
+    shinfo->free_cb(nullptr, shinfo->fcb_opaque);  // the chain's last mbuf freed
+    t->arm_wake(true);                             // a completion waits: wakes at once
+    t->reap_orphans_only();
+    CHECK(t->in_flight() == 0);
+    CHECK(t->orphans_reaped() == 1);
+    CHECK(t->wakes() == 1);
+  }
+  ZeroCopyTracker::Handle again = ZeroCopyTracker::acquire();
+  CHECK(again.get() == first);
+  CHECK(again->wake_fd() == fd);
+  CHECK(fcntl(fd, F_GETFD) != -1);  // still open
+  CHECK(again->in_flight() == 0);
+  CHECK(again->limit() == 0);
+  CHECK(again->orphans_reaped() == 0);
+  CHECK(again->wakes() == 0);
+  CHECK_FALSE(again->completions_waiting());
+  again->start(64);
+  std::vector<rte_mbuf_ext_shared_info*> lent;
+  for (uint16_t i = 0; i < 16; ++i) lent.push_back(again->lend(i, 1));
+  for (auto* shinfo : lent) CHECK(shinfo != nullptr);
+  CHECK(again->lend(16, 1) == nullptr);  // the new limit
+  // Completed, so that the handle may give the tracker back.
+  again->orphan_lent();
+  for (auto* shinfo : lent)
+    if (shinfo != nullptr) shinfo->free_cb(nullptr, shinfo->fcb_opaque);
+  again->reap_orphans_only();
+  CHECK(again->in_flight() == 0);
 }

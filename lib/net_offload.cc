@@ -125,9 +125,14 @@ void apply_guest_tx_offload(const VirtioNetHdr& hdr, rte_mbuf* m) {
 
   // TCP segmentation only: we do not offer HOST_UFO/USO, and a UFO datagram is one datagram to
   // fragment, not segments an application could produce with TSO-like offloads.
+  // Segmentation (rte_gso, a NIC's TSO) takes the headers from the first segment, at the
+  // offsets parsed here: only when the guest's checksum start agrees with them and they all lie
+  // in that segment (a lent packet's is its 128-byte copied head).
   const uint8_t gso = hdr.gso_type & ~kNetHdrGsoEcn;
+  const uint32_t l4_off = uint32_t{lens.l2_len} + lens.l3_len;
   if ((gso == kNetHdrGsoTcpv4 || gso == kNetHdrGsoTcpv6) && hdr.gso_size != 0 &&
-      (ptype & RTE_PTYPE_L4_MASK) == RTE_PTYPE_L4_TCP) {
+      (ptype & RTE_PTYPE_L4_MASK) == RTE_PTYPE_L4_TCP && (hdr.flags & kNetHdrFNeedsCsum) &&
+      hdr.csum_start == l4_off && l4_off + lens.l4_len <= rte_pktmbuf_data_len(m)) {
     m->ol_flags |= RTE_MBUF_F_RX_LRO | RTE_MBUF_F_RX_L4_CKSUM_NONE;
     m->tso_segsz = hdr.gso_size;
   }

@@ -411,3 +411,45 @@ TEST_CASE("zero-copy: a device's tracker is reused, never freed, and comes back 
   again->reap_orphans_only();
   CHECK(again->in_flight() == 0);
 }
+
+TEST_CASE("zero-copy: segmentation is asked for only with the headers in the first segment") {
+  // IPv4 and TCP headers of 60 bytes each: they end at byte 134, past the 128-byte
+  // head of a lent packet. rte_gso (and a NIC's TSO) read them from the first segment.
+  std::vector<uint8_t> frame = make_frame(1000, 3);
+  frame[12] = 0x08;
+  frame[13] = 0x00;
+  frame[14] = 0x4f;  // IPv4, 60-byte header
+  frame[16] = static_cast<uint8_t>((1000 - 14) >> 8);
+  frame[17] = static_cast<uint8_t>(1000 - 14);
+  frame[20] = frame[21] = 0;  // not a fragment
+  frame[23] = 6;              // TCP
+  frame[74 + 12] = 0xf0;      // 60-byte TCP header
+  const struct {
+    uint16_t csum_start;
+    bool lent;
+    bool segmentation;
+  } cases[] = {
+      {34, true, false},  // a guest that misstates csum_start to have it lent: lent, not cut
+      {74, false, true},  // the true one: copied (the headers pass the head), cut
+  };
+  for (const auto& c : cases) {
+    INFO("csum_start " << c.csum_start);
+    ZeroCopyDevice dev;
+    SimPacket p;
+    p.data = frame;
+    p.hdr.hdr.flags = kNetHdrFNeedsCsum;
+    p.hdr.hdr.csum_start = c.csum_start;
+    p.hdr.hdr.csum_offset = 16;
+    p.hdr.hdr.gso_type = kNetHdrGsoTcpv4;
+    p.hdr.hdr.gso_size = 300;
+    REQUIRE(dev.tx.send(p) != UINT16_MAX);
+    const auto pkts = dev.dequeue();
+    REQUIRE(pkts.size() == 1);
+    CHECK(ZeroCopyDevice::lent(pkts[0]) == c.lent);
+    CHECK(((pkts[0]->ol_flags & RTE_MBUF_F_RX_LRO) != 0) == c.segmentation);
+    if (c.segmentation) {
+      CHECK(pkts[0]->l2_len + pkts[0]->l3_len + pkts[0]->l4_len == 134);
+      CHECK(pkts[0]->tso_segsz == 300);
+    }
+  }
+}

@@ -51,9 +51,14 @@ void ZeroCopyTracker::reset() {
   orphans_reaped_.store(0, std::memory_order_relaxed);
   done_[0].store(0, std::memory_order_relaxed);
   done_[1].store(0, std::memory_order_relaxed);
-  // A late completer of the previous device may still exchange this; at worst one spurious wake.
+  // A late completer of the previous device may still exchange this, write the fd and count it:
+  // at worst one spurious wake (and one wake counted) for the next device.
   wake_armed_.store(false, std::memory_order_relaxed);
   wakes_.store(0, std::memory_order_relaxed);
+  if (wake_fd_ >= 0) {
+    eventfd_t ignored;
+    (void)eventfd_read(wake_fd_, &ignored);  // a wake of the previous device, not acted on
+  }
 }
 
 ZeroCopyTracker::ZeroCopyTracker() {

@@ -398,6 +398,8 @@ TEST_CASE("zero-copy: a device's tracker is reused, never freed, and comes back 
   CHECK(again->limit() == 0);
   CHECK(again->orphans_reaped() == 0);
   CHECK(again->wakes() == 0);
+  pollfd p{fd, POLLIN, 0};
+  CHECK(poll(&p, 1, 0) == 0);  // the previous device's wake was drained
   CHECK_FALSE(again->completions_waiting());
   again->start(64);
   std::vector<rte_mbuf_ext_shared_info*> lent;

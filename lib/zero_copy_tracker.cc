@@ -69,7 +69,7 @@ ZeroCopyTracker::ZeroCopyTracker() {
     s.tracker = this;
     s.index = static_cast<uint8_t>(i);
   }
-  free_[0] = free_[1] = ~uint64_t{0};
+  reset();  // the state a recycled tracker is given back in, from one place
 }
 
 ZeroCopyTracker::~ZeroCopyTracker() {

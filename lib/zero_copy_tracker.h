@@ -113,7 +113,7 @@ class ZeroCopyTracker {
     bool orphan = false;
   };
   static void on_free(void* addr, void* opaque);
-  // Back to the state of a new tracker, but for the eventfd (kept). Nothing may be lent.
+  // The state of a new tracker, but for the eventfd (kept open). Nothing may be lent.
   void reset();
   void wake_owner();
   void drop_mapping_ref(Slot& s);

@@ -207,6 +207,29 @@ TEST_CASE("zero-copy: never more than min(128, ring/4) in flight; beyond it pack
   }
 }
 
+TEST_CASE("zero-copy: a copy forced by the limit is counted once, when it is made") {
+  ZeroCopyDevice dev(64);  // limit 16
+  dev.send(16, 600);
+  REQUIRE(dev.dequeue().size() == 16);
+  REQUIRE(dev.tracker.in_flight() == 16);
+  // At the limit, a packet needing two mbufs from a pool that has one: it waits in the ring.
+  rte_mempool* pool = small_pool(4);
+  std::vector<rte_mbuf*> held(3);
+  REQUIRE(rte_pktmbuf_alloc_bulk(pool, held.data(), 3) == 0);
+  dev.send(1, 3000, 100);
+  for (int attempt = 0; attempt < 3; ++attempt) CHECK(dev.dequeue(256, kNoByteLimit, pool).empty());
+  CHECK(dev.txq.stats().zero_copy_limit_copies == 0);
+  CHECK(dev.txq.stats().mbuf_alloc_failures == 3);
+  // Once mbufs are back, it is copied and counted once.
+  rte_pktmbuf_free_bulk(held.data(), 3);
+  const auto pkts = dev.dequeue(256, kNoByteLimit, pool);
+  REQUIRE(pkts.size() == 1);
+  CHECK(pkts[0]->nb_segs == 2);
+  CHECK(!ZeroCopyDevice::lent(pkts[0]));
+  CHECK(dev.txq.stats().zero_copy_limit_copies == 1);
+  CHECK(dev.txq.stats().zero_copy_copied == 1);
+}
+
 TEST_CASE("zero-copy: completions from another thread in random order; each chain back once") {
   ZeroCopyDevice dev(1024);
   std::atomic<bool> done{false};

@@ -168,7 +168,10 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
       if (copied == CopyResult::kOk) {
         apply_guest_tx_offload(hdr, m);
         if (zero_copy != nullptr) ++stats.zero_copy_copied;
-        if (limit_hit) ++stats.zero_copy_limit_copies;  // counted once the copy is made
+        if (limit_hit) {
+          ++stats.zero_copy_limit_copies;  // counted once the copy is made
+          result.lending_full = true;
+        }
         ++out;
         result.bytes += pkt_len;
         stats.count_packet(pkt_len);

@@ -13,6 +13,9 @@ namespace {
 
 // Deferred tx work (coalesced guest notifications) is checked this often while busy.
 constexpr uint64_t kHousekeepingUs = 10;
+// While a guest queue is at its zero-copy limit, NIC tx queues are asked to free what they have
+// sent at most this often (a consumer that holds buffers keeps the queue there).
+constexpr uint64_t kReclaimUs = 10;
 // A sleeping lcore with a queue that cannot wake it looks again after this long.
 constexpr int kShortSleepMs = 1;
 constexpr int kLongSleepMs = 100;
@@ -28,7 +31,8 @@ LcoreLoop::LcoreLoop(unsigned lcore, uint16_t slot, std::vector<RxSlot> rx, TxBu
       tx_(std::move(tx)),
       forwarding_(forwarding),
       busy_poll_us_(busy_poll_us),
-      release_epoch_(release_epoch) {
+      release_epoch_(release_epoch),
+      reclaim_interval_cycles_(rte_get_tsc_hz() * kReclaimUs / 1000000) {
   if (release_epoch_ != nullptr) release_seen_ = release_epoch_->load(std::memory_order_relaxed);
   if (!busy_poll_us_) return;
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
@@ -84,6 +88,13 @@ void LcoreLoop::release_sent(uint64_t epoch) {
   counters_.tx_release_unsupported += r.unsupported;
 }
 
+void LcoreLoop::reclaim_lent(uint64_t now_tsc) {
+  next_reclaim_tsc_ = now_tsc + reclaim_interval_cycles_;
+  const TxBufferSet::Released r = tx_.reclaim_sent();
+  ++counters_.lent_reclaims;
+  counters_.lent_reclaimed_packets += r.packets;
+}
+
 uint32_t LcoreLoop::poll_once(uint64_t now_tsc) {
   // Once per pass, not per packet: a request is rare (a guest ring stopping with buffers lent).
   if (release_epoch_ != nullptr) {
@@ -98,6 +109,11 @@ uint32_t LcoreLoop::poll_once(uint64_t now_tsc) {
     });
     tx_.flush();
   }
+  // A guest queue copied for its in-flight limit: its lent buffers may sit, sent, in a NIC tx
+  // queue that frees only when its ring runs low. Freed now, they complete and lending resumes
+  // at the queue's next visit instead of after a ring's worth of copies.
+  if (poller_.take_lending_full() && now_tsc >= next_reclaim_tsc_) [[unlikely]]
+    reclaim_lent(now_tsc);
   if (forwarding_->bridge != nullptr) forwarding_->bridge->quiescent(slot_);
   return taken;
 }

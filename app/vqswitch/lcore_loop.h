@@ -43,6 +43,11 @@ struct alignas(64) LcoreCounters {
   // back), and the sleeps put off because that freed some.
   uint64_t tx_released_before_sleep = 0;
   uint64_t sleeps_put_off = 0;
+  // Times a guest queue at its zero-copy in-flight limit had this lcore's NIC tx queues asked to
+  // free what they have sent (a NIC that frees lazily holds lent buffers until its ring runs
+  // low), and the packets that freed.
+  uint64_t lent_reclaims = 0;
+  uint64_t lent_reclaimed_packets = 0;
 };
 
 class LcoreLoop {
@@ -60,8 +65,9 @@ class LcoreLoop {
   uint16_t slot() const { return slot_; }
   // Runs until `stop` is set (then wake() it so a sleeping loop notices).
   void run(const std::atomic<bool>& stop);
-  // One pass over every rx queue, after a release request that came since the last pass;
-  // returns the packets taken (tests drive the loop with it).
+  // One pass over every rx queue, after a release request that came since the last pass, and
+  // before a reclaim of lent buffers when a guest queue reached its zero-copy limit; returns the
+  // packets taken (tests drive the loop with it).
   uint32_t poll_once(uint64_t now_tsc);
   void wake();  // async-signal-safe
 
@@ -73,6 +79,7 @@ class LcoreLoop {
   // Returns without sleeping when freeing sent mbufs first may have completed lent buffers.
   void sleep_until_woken();
   void release_sent(uint64_t epoch);
+  void reclaim_lent(uint64_t now_tsc);
 
   const unsigned lcore_;
   const uint16_t slot_;
@@ -88,6 +95,8 @@ class LcoreLoop {
   bool every_queue_can_wake_ = false;
   const std::atomic<uint64_t>* const release_epoch_;
   uint64_t release_seen_ = 0;
+  const uint64_t reclaim_interval_cycles_;
+  uint64_t next_reclaim_tsc_ = 0;
   LcoreCounters counters_;
 };
 

@@ -87,11 +87,12 @@ void StatsReport::print_totals(std::FILE* out) const {
                  "  lcore %-3u packets %lu  busy %.1f%%  visits ended by weight %lu, empty %lu  "
                  "sleeps %lu (woken %lu: kicks %lu, rx interrupts %lu)  tx release requests %lu "
                  "(packets freed %lu, unsupported %lu)  freed before sleeping %lu (sleeps put off "
-                 "%lu)\n",
+                 "%lu)  reclaims at the zero-copy limit %lu (packets freed %lu)\n",
                  loop->lcore(), c.packets, cycles ? 100.0 * c.busy_cycles / cycles : 0.0, by_weight,
                  empty, c.sleeps, c.wakeups, c.kick_wakeups, c.rx_interrupt_wakeups,
                  c.tx_release_requests, c.tx_release_packets, c.tx_release_unsupported,
-                 c.tx_released_before_sleep, c.sleeps_put_off);
+                 c.tx_released_before_sleep, c.sleeps_put_off, c.lent_reclaims,
+                 c.lent_reclaimed_packets);
   }
   if (const L2Bridge* bridge = switch_.bridge()) {
     const BridgeCounters b = bridge->counters();

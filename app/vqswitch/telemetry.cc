@@ -123,6 +123,8 @@ int lcores_command(const char*, const char* params, rte_tel_data* d) {
     add_u64(d, "tx_released_before_sleep", c.tx_released_before_sleep);
     add_u64(d, "sleeps_put_off", c.sleeps_put_off);
     add_u64(d, "tx_release_unsupported", c.tx_release_unsupported);
+    add_u64(d, "lent_reclaims", c.lent_reclaims);
+    add_u64(d, "lent_reclaimed_packets", c.lent_reclaimed_packets);
     return 0;
   }
   return -1;  // no such forwarding lcore

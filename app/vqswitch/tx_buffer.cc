@@ -109,18 +109,30 @@ void TxBufferSet::send(Buffer& b) {
   b.count = 0;
 }
 
+void TxBufferSet::clean_up(Buffer& b, Released& r) {
+  Port* const port = b.out.port;
+  if (b.out.shared) rte_spinlock_lock(port->tx_lock(b.out.queue));
+  const int rc = port->tx_done_cleanup(b.out.queue);
+  if (b.out.shared) rte_spinlock_unlock(port->tx_lock(b.out.queue));
+  if (rc > 0) r.packets += static_cast<uint64_t>(rc);
+  if (rc == -ENOTSUP) {
+    ++r.unsupported;
+    b.cleanup_unsupported = true;
+  }
+}
+
 TxBufferSet::Released TxBufferSet::release_sent() {
   flush();
   Released r;
-  for (const Buffer& b : buffers_) {
-    Port* const port = b.out.port;
-    if (port->is_guest()) continue;
-    if (b.out.shared) rte_spinlock_lock(port->tx_lock(b.out.queue));
-    const int rc = port->tx_done_cleanup(b.out.queue);
-    if (b.out.shared) rte_spinlock_unlock(port->tx_lock(b.out.queue));
-    if (rc > 0) r.packets += static_cast<uint64_t>(rc);
-    if (rc == -ENOTSUP) ++r.unsupported;
-  }
+  for (Buffer& b : buffers_)
+    if (!b.out.port->is_guest()) clean_up(b, r);
+  return r;
+}
+
+TxBufferSet::Released TxBufferSet::reclaim_sent() {
+  Released r;
+  for (Buffer& b : buffers_)
+    if (!b.out.port->is_guest() && !b.cleanup_unsupported) clean_up(b, r);
   return r;
 }
 

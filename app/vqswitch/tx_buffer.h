@@ -75,6 +75,9 @@ class TxBufferSet {
   // Flushes, then asks this lcore's tx queue on every NIC to free the mbufs of packets it has
   // sent: a stopping guest gets its lent buffers back sooner (see Switch::request_tx_release).
   Released release_sent();
+  // The same, on the spot (no flush) and only of the queues whose device has not answered
+  // -ENOTSUP: asked often, while a guest's lent buffers are held (LcoreLoop::reclaim_lent).
+  Released reclaim_sent();
 
   // Deferred per-queue work (coalesced guest notifications) of the outputs flushed since it was
   // last done: a list, so the cost follows the outputs in use, not the guests configured.
@@ -84,11 +87,13 @@ class TxBufferSet {
   struct Buffer {
     Output out;
     uint16_t count = 0;
-    bool listed = false;    // in pending_
-    bool deferred = false;  // in deferred_
+    bool listed = false;               // in pending_
+    bool deferred = false;             // in deferred_
+    bool cleanup_unsupported = false;  // the device answered tx_done_cleanup with -ENOTSUP
     rte_mbuf* pkts[kMaxBurst];
   };
   void flush_port(uint16_t port);
+  void clean_up(Buffer& b, Released& r);
   void send(Buffer& b);
   void push_segments(uint16_t port, rte_mbuf* pkt);
 

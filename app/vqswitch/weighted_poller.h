@@ -64,6 +64,7 @@ class WeightedPoller {
         break;
       }
       forward(slot, pkts, r.packets);
+      lending_full_ |= r.lending_full;
       taken += r.packets;
       packet_budget -= r.packets;
       byte_budget -= r.bytes;
@@ -80,11 +81,20 @@ class WeightedPoller {
     return taken;
   }
 
+  // Whether a guest queue visited since the last call had packets copied for its zero-copy
+  // in-flight limit; clears it.
+  bool take_lending_full() {
+    const bool full = lending_full_;
+    lending_full_ = false;
+    return full;
+  }
+
   static constexpr uint16_t kMaxBurst = 64;
 
  private:
   std::vector<RxSlot> slots_;
   const uint16_t burst_;
+  bool lending_full_ = false;
 };
 
 }  // namespace vqs::app

@@ -44,6 +44,7 @@ class FakePort final : public Port {
   bool up = true;
   bool segments_tcp = true;  // false: TSO trains are cut before tx (a NIC without TSO)
   uint64_t rx_polls = 0;
+  bool lending_full = false;  // a guest's bursts report its zero-copy limit reached
   // tx_done_cleanup: the queues asked, and what the device answers (packets freed, or -ENOTSUP):
   // the next of cleanup_results, once they are used up cleanup_result.
   std::vector<uint16_t> cleaned;
@@ -77,6 +78,7 @@ class FakePort final : public Port {
       pkts[r.packets++] = m;
       r.bytes += m->pkt_len;
     }
+    r.lending_full = lending_full && r.packets > 0;
     return r;
   }
   uint16_t tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count) override {

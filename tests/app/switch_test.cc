@@ -393,6 +393,54 @@ TEST_CASE("before sleeping an lcore frees what its NIC queues sent; it polls aga
   CHECK(c.tx_release_requests == 0);  // not a release request: counted apart
 }
 
+TEST_CASE("a guest queue at its zero-copy limit has the lcore's NIC queues free what they sent") {
+  Pool pool;
+  const unsigned full = pool.available();
+  {
+    // A NIC that frees 3 sent packets each time it is asked, one that cannot (-ENOTSUP).
+    FakePort guest("g", 0, 1, 1, true), nic("n", 1, 1, 2, false), old("o", 2, 1, 1, false);
+    nic.cleanup_result = 3;
+    old.cleanup_result = -ENOTSUP;
+    Forwarding forwarding;
+    forwarding.xconnect_peer = {1, -1, -1};
+    std::vector<RxSlot> rx(1);
+    rx[0].port = &guest;
+    std::vector<TxBufferSet::Output> outs(3);
+    outs[0].port = &guest;
+    outs[1].port = &nic;
+    outs[1].queue = 1;
+    outs[2].port = &old;
+    LcoreLoop loop(0, 0, std::move(rx), TxBufferSet(std::move(outs), 32), &forwarding, std::nullopt,
+                   32);
+    auto pass = [&](uint64_t now_tsc) {
+      for (int i = 0; i < 4; ++i) guest.inject(0, pool.packet(64, 0xa));
+      CHECK(loop.poll_once(now_tsc) == 4);
+    };
+    const uint64_t t0 = 1000000000;
+    pass(t0);  // lending not full: nobody is asked
+    CHECK(nic.cleaned.empty());
+    guest.lending_full = true;
+    pass(t0);
+    CHECK(nic.cleaned == std::vector<uint16_t>{1});  // the lcore's own queue on the NIC
+    CHECK(old.cleaned == std::vector<uint16_t>{0});
+    CHECK(guest.cleaned.empty());
+    CHECK(loop.counters().lent_reclaims == 1);
+    CHECK(loop.counters().lent_reclaimed_packets == 3);
+    pass(t0 + rte_get_tsc_hz() / 1000000);  // within 10 us of the last: not asked again
+    CHECK(nic.cleaned.size() == 1);
+    pass(t0 + rte_get_tsc_hz() / 1000);
+    CHECK(nic.cleaned.size() == 2);
+    CHECK(old.cleaned.size() == 1);  // -ENOTSUP once: never asked again
+    CHECK(loop.counters().lent_reclaims == 2);
+    CHECK(loop.counters().lent_reclaimed_packets == 6);
+    CHECK(loop.poll_once(t0 + rte_get_tsc_hz()) == 0);  // an empty pass reports nothing
+    CHECK(nic.cleaned.size() == 2);
+    CHECK(loop.counters().tx_release_requests == 0);  // not a release request: counted apart
+    CHECK(nic.sent(1).size() == 16);
+  }
+  CHECK(pool.available() == full);
+}
+
 TEST_CASE("lent guest buffers: as they are to a vdev, copied where DMA is impossible") {
   // dma, multi_segs, dma_mappable
   CHECK(lent_policy(false, true, false) == LentPolicy::kAsIs);

@@ -30,10 +30,10 @@ constexpr uint32_t kMaxFrameLen = 65535 + 14 + 4;
 // What one burst consumed, for per-queue packet and byte weights.
 struct BurstResult {
   uint16_t packets = 0;
-  uint32_t bytes = 0;
   // Guest TX zero-copy: the queue's in-flight limit had packets of this burst copied (its lent
   // buffers are held somewhere; a NIC that frees lazily may be asked to let them go).
   bool lending_full = false;
+  uint32_t bytes = 0;
 };
 
 class VirtQueue {

@@ -11,7 +11,9 @@ namespace vqs::app::test {
 
 // From now on rte_eth_tx_done_cleanup on `port_id` (a net_ring port with one tx queue whose ring
 // is `tx`) frees every mbuf in `tx` and returns how many. Only the lcore that sends on the port
-// may call it, and nothing else may dequeue from `tx` meanwhile.
+// may call it, and nothing else may dequeue from `tx` meanwhile. forget_tx_done_cleanup(port_id)
+// before `tx` is freed (the port may be closed already).
 void give_tx_done_cleanup(uint16_t port_id, rte_ring* tx);
+void forget_tx_done_cleanup(uint16_t port_id);
 
 }  // namespace vqs::app::test

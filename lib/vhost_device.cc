@@ -470,10 +470,9 @@ bool VhostDevice::load_memory_locked() {
       return false;
     }
     if (options_.dma_registrar != nullptr && !mapping_->dma_ready())
-      VQS_LOG(WARNING,
-              "%s: guest memory not registered for DMA: what it lends is copied toward "
-              "devices that DMA",
-              path().c_str());
+      VQS_LOG(WARNING, "%s: guest memory not registered for DMA: %s", path().c_str(),
+              options_.lend_only_dma_ready ? "nothing is lent, every packet is copied"
+                                           : "what it lends is copied toward devices that DMA");
     return true;
   }
   bool ok = true;
@@ -527,7 +526,10 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
     v.zero_copy->start(vr.size);
     v.zero_copy->set_mapping(mapping_);
     setup.zero_copy = v.zero_copy.get();
-    setup.zero_copy_min_len = options_.zero_copy_min_len;
+    // No IOVA for what would be lent, and its consumers may DMA: copy all (counted as copied).
+    setup.zero_copy_min_len = options_.lend_only_dma_ready && !v.zero_copy->dma_ready()
+                                  ? UINT32_MAX
+                                  : options_.zero_copy_min_len;
   }
   if (index % 2 == 0) {  // guest RX: we enqueue, the policy applies
     setup.notify = options_.notify;

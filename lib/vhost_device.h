@@ -47,6 +47,10 @@ struct VhostDeviceOptions {
   // (the switch: as external memory, mapped for its NICs, in IOVA-as-VA mode). Without it, or
   // when it refuses a region, lent segments carry RTE_BAD_IOVA. Must outlive the device.
   DmaRegistrar* dma_registrar = nullptr;
+  // With zero-copy: lend only from memory the registrar registered, copy everything otherwise.
+  // For an owner that cannot copy for the outputs that DMA (the PMD: the application sends
+  // wherever it likes); the switch copies for them itself.
+  bool lend_only_dma_ready = false;
 };
 
 // The virtio features we offer, and the vhost-user protocol features we handle.

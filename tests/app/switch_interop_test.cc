@@ -706,6 +706,78 @@ TEST_CASE(
   device.reset();
 }
 
+// A registrar that refuses every region (a device that cannot map external memory).
+struct RefusingRegistrar final : DmaRegistrar {
+  bool register_memory(void*, uint64_t, uint64_t) override {
+    ++asked;
+    return false;
+  }
+  void unregister_memory(void*, uint64_t) override { ++unregistered; }
+  int asked = 0;
+  int unregistered = 0;
+};
+
+TEST_CASE("zero-copy: memory the registrar refused is lent without an IOVA, or not at all") {
+  // lend_only_dma_ready false: the switch's way (it copies toward devices that DMA itself);
+  // true: the PMD's (the application may send anywhere), everything copied.
+  for (const bool lend_only_dma_ready : {false, true}) {
+    INFO("lend_only_dma_ready " << lend_only_dma_ready);
+    RefusingRegistrar registrar;
+    const std::string name = "zcdma" + std::to_string(serial++);
+    VhostDeviceOptions options;
+    options.path = socket_path(name);
+    options.zero_copy = true;
+    options.dma_registrar = &registrar;
+    options.lend_only_dma_ready = lend_only_dma_ready;
+    std::string error;
+    auto device = VhostDevice::create(options, nullptr, &error);
+    INFO(error);
+    REQUIRE(device != nullptr);
+    device->set_datapath_enabled(true);
+    auto guest = std::make_unique<Guest>(name);
+    for (int i = 0; i < 5000 && !device->vring_ready(1); ++i) rte_delay_ms(1);
+    REQUIRE(device->vring_ready(1));
+    CHECK(registrar.asked > 0);
+
+    std::vector<rte_mbuf*> sent;
+    std::vector<std::vector<uint8_t>> expected;
+    for (uint32_t i = 0; i < 8; ++i) {
+      sent.push_back(make_packet(1500, 90 + i));
+      expected.push_back(packet_bytes(sent.back()));
+    }
+    REQUIRE(send_all(guest->port(), 0, sent) == 8);
+    std::vector<rte_mbuf*> got(8);
+    uint16_t n = 0;
+    QueueStats stats;
+    for (int i = 0; i < 2000 && n < 8; ++i) {
+      if (VirtQueue* q = device->enter(1)) {
+        n +=
+            dequeue_burst(*q, vqs::test::interop_pool(), got.data() + n, 8 - n, UINT32_MAX).packets;
+        stats = q->stats();
+        device->leave(1);
+      }
+      if (n < 8) rte_delay_ms(1);
+    }
+    REQUIRE(n == 8);
+    for (size_t i = 0; i < got.size(); ++i) {
+      CHECK(packet_bytes(got[i]) == expected[i]);
+      bool lent = false;
+      for (const rte_mbuf* seg = got[i]; seg != nullptr; seg = seg->next) {
+        if (!RTE_MBUF_HAS_EXTBUF(seg)) continue;
+        lent = true;
+        CHECK(seg->buf_iova == RTE_BAD_IOVA);
+      }
+      CHECK(lent == !lend_only_dma_ready);
+    }
+    CHECK(stats.zero_copy_packets == (lend_only_dma_ready ? 0u : 8u));
+    CHECK(stats.zero_copy_copied == (lend_only_dma_ready ? 8u : 0u));
+    free_all(got);
+    guest.reset();
+    device.reset();
+    CHECK(registrar.unregistered == 0);
+  }
+}
+
 // --- The kernel through net_tap: ping answered by a guest. ---
 
 uint16_t ip_checksum(const void* data, size_t len) {

@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "eal_dma_registrar.h"
 #include "queue_stats.h"
 #include "vhost_device.h"
 
@@ -38,6 +39,8 @@ class PmdPort final : public VhostDevice::Listener {
 
   uint16_t port_id() const { return port_id_; }
   VhostDevice* device() { return device_.get(); }
+  // Set at probe when guest memory must be DMA-mapped (zero-copy beside devices that DMA).
+  std::unique_ptr<EalDmaRegistrar>& dma_registrar() { return dma_registrar_; }
   void set_device(std::unique_ptr<VhostDevice> device) { device_ = std::move(device); }
   void close_device() { device_.reset(); }
 
@@ -50,6 +53,8 @@ class PmdPort final : public VhostDevice::Listener {
 
  private:
   const uint16_t port_id_;
+  // Before device_: the device (and its guest mappings) use it until destroyed.
+  std::unique_ptr<EalDmaRegistrar> dma_registrar_;
   std::unique_ptr<VhostDevice> device_;
   QueueStats reset_base_[2 * kMaxQueuePairs];
 };

@@ -1,17 +1,66 @@
 // The vdev driver: probe creates a port from devargs, remove closes it.
 #include <bus_vdev_driver.h>
+#include <rte_bus.h>
 #include <ethdev_vdev.h>
 #include <rte_malloc.h>
 
+#include <algorithm>
+#include <cstring>
 #include <new>
 #include <string>
 
 #include "devargs.h"
+#include "eal_dma_registrar.h"
+#include "lending_choice.h"
 #include "pmd_port.h"
 
 namespace vqs {
 
 int pmd_logtype = RTE_LOGTYPE_PMD;
+
+// The devices of the ethdevs that DMA (not on the vdev bus), each once. EAL probes the vdev bus
+// last, so at our probe every device given on the command line is there; one attached later
+// (hotplug) is not.
+static std::vector<rte_device*> dma_devices() {
+  std::vector<rte_device*> devices;
+  uint16_t port_id;
+  RTE_ETH_FOREACH_DEV(port_id) {
+    rte_eth_dev_info info;
+    if (rte_eth_dev_info_get(port_id, &info) != 0 || info.device == nullptr) continue;
+    if (std::strcmp(rte_bus_name(rte_dev_bus(info.device)), "vdev") == 0) continue;
+    if (std::find(devices.begin(), devices.end(), info.device) == devices.end())
+      devices.push_back(info.device);
+  }
+  return devices;
+}
+
+// Sets up `options` (zero-copy on) for the devices that may be sent what it lends: DMA-mapped
+// guest memory through `registrar`, or zero-copy off with a warning.
+static void plan_lending(const char* name, VhostDeviceOptions& options,
+                         std::unique_ptr<EalDmaRegistrar>& registrar) {
+  std::vector<rte_device*> devices = dma_devices();
+  const bool iova_va = rte_eal_iova_mode() == RTE_IOVA_VA;
+  std::vector<DmaOutput> outputs;
+  for (rte_device* d : devices)
+    outputs.push_back({rte_dev_name(d), iova_va && EalDmaRegistrar::can_map(d)});
+  const PmdLendingChoice choice = choose_pmd_lending(iova_va, outputs);
+  switch (choice.lending) {
+    case PmdLending::kAsIs:
+      return;
+    case PmdLending::kDmaMapped:
+      registrar = std::make_unique<EalDmaRegistrar>(std::move(devices));
+      options.dma_registrar = registrar.get();
+      options.lend_only_dma_ready = true;
+      VQS_PMD_LOG(INFO, "%s: zero-copy: guest memory is DMA-mapped for the %zu devices that DMA",
+                  name, outputs.size());
+      return;
+    case PmdLending::kOff:
+      options.zero_copy = false;
+      VQS_PMD_LOG(WARNING, "%s: zero-copy disabled, every packet is copied: %s", name,
+                  choice.why.c_str());
+      return;
+  }
+}
 
 static int probe(rte_vdev_device* vdev) {
   const char* name = rte_vdev_device_name(vdev);
@@ -20,8 +69,7 @@ static int probe(rte_vdev_device* vdev) {
     return -ENOTSUP;
   }
   std::string error;
-  const std::optional<VhostDeviceOptions> options =
-      parse_devargs(rte_vdev_device_args(vdev), &error);
+  std::optional<VhostDeviceOptions> options = parse_devargs(rte_vdev_device_args(vdev), &error);
   if (!options) {
     VQS_PMD_LOG(ERR, "%s: %s", name, error.c_str());
     return -EINVAL;
@@ -51,6 +99,7 @@ static int probe(rte_vdev_device* vdev) {
   dev->rx_pkt_burst = pmd_rx_burst;
   dev->tx_pkt_burst = pmd_tx_burst;
 
+  if (options->zero_copy) plan_lending(name, *options, port->dma_registrar());
   std::unique_ptr<VhostDevice> device = VhostDevice::create(*options, port, &error);
   if (!device) {
     VQS_PMD_LOG(ERR, "%s: %s", name, error.c_str());

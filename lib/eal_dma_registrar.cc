@@ -1,5 +1,6 @@
 #include "eal_dma_registrar.h"
 
+#include <bus_driver.h>
 #include <rte_errno.h>
 #include <rte_log.h>
 #include <rte_memory.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include <cinttypes>
+#include <cstring>
 
 #define VQS_LOG(level, fmt, ...) \
   rte_log(RTE_LOG_##level, RTE_LOGTYPE_USER1, "vqs: " fmt "\n", ##__VA_ARGS__)
@@ -16,7 +18,19 @@ namespace {
 
 uint64_t iova_of(void* addr) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(addr)); }
 
+int name_differs(const rte_device* device, const void* name) {
+  return std::strcmp(rte_dev_name(device), static_cast<const char*>(name));
+}
+
 }  // namespace
+
+EalDmaRegistrar::EalDmaRegistrar(const std::vector<rte_device*>& devices) {
+  for (rte_device* d : devices) devices_.push_back({rte_dev_bus(d), rte_dev_name(d)});
+}
+
+rte_device* EalDmaRegistrar::find(const Device& device) {
+  return device.bus->find_device(nullptr, name_differs, device.name.c_str());
+}
 
 bool EalDmaRegistrar::can_map(rte_device* device) {
   const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -39,11 +53,17 @@ bool EalDmaRegistrar::register_memory(void* addr, uint64_t len, uint64_t page_si
             page_size, rte_strerror(rte_errno));
     return false;
   }
-  for (size_t i = 0; i < devices_.size(); ++i) {
-    if (rte_dev_dma_map(devices_[i], addr, iova_of(addr), len) == 0) continue;
-    VQS_LOG(WARNING, "rte_dev_dma_map(%s, %p, 0x%" PRIx64 "): %s", rte_dev_name(devices_[i]), addr,
-            len, rte_strerror(rte_errno));
-    while (i-- > 0) (void)rte_dev_dma_unmap(devices_[i], addr, iova_of(addr), len);
+  std::vector<rte_device*> mapped;
+  for (const Device& d : devices_) {
+    rte_device* const device = find(d);
+    if (device == nullptr) continue;  // gone: nothing can send to it
+    if (rte_dev_dma_map(device, addr, iova_of(addr), len) == 0) {
+      mapped.push_back(device);
+      continue;
+    }
+    VQS_LOG(WARNING, "rte_dev_dma_map(%s, %p, 0x%" PRIx64 "): %s", d.name.c_str(), addr, len,
+            rte_strerror(rte_errno));
+    for (rte_device* m : mapped) (void)rte_dev_dma_unmap(m, addr, iova_of(addr), len);
     (void)rte_extmem_unregister(addr, len);
     return false;
   }
@@ -51,10 +71,13 @@ bool EalDmaRegistrar::register_memory(void* addr, uint64_t len, uint64_t page_si
 }
 
 void EalDmaRegistrar::unregister_memory(void* addr, uint64_t len) {
-  for (rte_device* device : devices_)
+  for (const Device& d : devices_) {
+    rte_device* const device = find(d);
+    if (device == nullptr) continue;  // gone, and its DMA mappings with it
     if (rte_dev_dma_unmap(device, addr, iova_of(addr), len) != 0)
-      VQS_LOG(WARNING, "rte_dev_dma_unmap(%s, %p, 0x%" PRIx64 "): %s", rte_dev_name(device), addr,
-              len, rte_strerror(rte_errno));
+      VQS_LOG(WARNING, "rte_dev_dma_unmap(%s, %p, 0x%" PRIx64 "): %s", d.name.c_str(), addr, len,
+              rte_strerror(rte_errno));
+  }
   if (rte_extmem_unregister(addr, len) != 0)
     VQS_LOG(WARNING, "rte_extmem_unregister(%p, 0x%" PRIx64 "): %s", addr, len,
             rte_strerror(rte_errno));

@@ -4,8 +4,10 @@
 // is no IOVA: do not use it there.
 #pragma once
 
+#include <rte_bus.h>
 #include <rte_dev.h>
 
+#include <string>
 #include <vector>
 
 #include "dma_registrar.h"
@@ -14,8 +16,11 @@ namespace vqs {
 
 class EalDmaRegistrar final : public DmaRegistrar {
  public:
-  // `devices` is fixed for the registrar's life, which must outlast every registration.
-  explicit EalDmaRegistrar(std::vector<rte_device*> devices) : devices_(std::move(devices)) {}
+  // `devices` is fixed for the registrar's life, which must outlast every registration. Each is
+  // looked up again, by bus and name, at every call: it may be gone by then (detached, or freed
+  // by EAL's cleanup of its bus before the owner's teardown unregisters), and a device that is
+  // gone has nothing to map or unmap.
+  explicit EalDmaRegistrar(const std::vector<rte_device*>& devices);
 
   // Whether `device` takes rte_dev_dma_map of external memory: tried on one page of our own.
   static bool can_map(rte_device* device);
@@ -24,7 +29,14 @@ class EalDmaRegistrar final : public DmaRegistrar {
   void unregister_memory(void* addr, uint64_t len) override;
 
  private:
-  const std::vector<rte_device*> devices_;
+  struct Device {
+    const rte_bus* bus;  // buses are static: never freed
+    std::string name;
+  };
+  // The device now, or nullptr when it is gone.
+  static rte_device* find(const Device& device);
+
+  std::vector<Device> devices_;
 };
 
 }  // namespace vqs

@@ -1,8 +1,8 @@
 // Whether net_vqs may lend guest TX buffers (zerocopy=1) in this process, and how. The PMD does
-// not know where the application sends what it receives, so every ethdev that DMAs (any not on
-// the vdev bus) is a possible output, and a lent segment must carry an IOVA it can use: guest
-// memory DMA-mapped for all of them (IOVA as VA), or nothing lent. Without such devices the
-// segments carry RTE_BAD_IOVA, which no virtual device reads.
+// not know where the application sends what it receives, so every device that may DMA (any a
+// driver took on a bus other than vdev) is a possible output, and a lent segment must carry an
+// IOVA it can use: guest memory DMA-mapped for all of them (IOVA as VA), or nothing lent.
+// Without such devices the segments carry RTE_BAD_IOVA, which no virtual device reads.
 #pragma once
 
 #include <string>
@@ -10,7 +10,7 @@
 
 namespace vqs {
 
-// An ethdev's device that DMAs, and whether it takes rte_dev_dma_map of external memory.
+// A device that may DMA, and whether it takes rte_dev_dma_map of external memory.
 struct DmaOutput {
   std::string name;
   bool can_map = false;

@@ -32,7 +32,8 @@ struct alignas(64) PmdTxQueue {
   uint16_t vring;
 };
 
-// Lives in dev->data->dev_private (constructed in place at probe, destroyed at close).
+// Lives in dev->data->dev_private: constructed in place at probe, never destroyed (ethdev frees
+// dev_private when the port is released), so close_device() lets go of what it owns.
 class PmdPort final : public VhostDevice::Listener {
  public:
   explicit PmdPort(uint16_t port_id) : port_id_(port_id) {}
@@ -40,9 +41,16 @@ class PmdPort final : public VhostDevice::Listener {
   uint16_t port_id() const { return port_id_; }
   VhostDevice* device() { return device_.get(); }
   // Set at probe when guest memory must be DMA-mapped (zero-copy beside devices that DMA).
-  std::unique_ptr<EalDmaRegistrar>& dma_registrar() { return dma_registrar_; }
+  void set_dma_registrar(std::unique_ptr<EalDmaRegistrar> registrar) {
+    dma_registrar_ = std::move(registrar);
+  }
   void set_device(std::unique_ptr<VhostDevice> device) { device_ = std::move(device); }
-  void close_device() { device_.reset(); }
+  // The device's guest mappings use the registrar until the device is gone (chains still lent
+  // then keep their mapping for good, and never call it again).
+  void close_device() {
+    device_.reset();
+    dma_registrar_.reset();
+  }
 
   // Counters at the last stats reset, per vring: the datapath never writes its counters from
   // another thread, so a reset is a snapshot that reads subtract.
@@ -53,7 +61,6 @@ class PmdPort final : public VhostDevice::Listener {
 
  private:
   const uint16_t port_id_;
-  // Before device_: the device (and its guest mappings) use it until destroyed.
   std::unique_ptr<EalDmaRegistrar> dma_registrar_;
   std::unique_ptr<VhostDevice> device_;
   QueueStats reset_base_[2 * kMaxQueuePairs];

@@ -1,6 +1,6 @@
 // The vdev driver: probe creates a port from devargs, remove closes it.
+#include <bus_driver.h>
 #include <bus_vdev_driver.h>
-#include <rte_bus.h>
 #include <ethdev_vdev.h>
 #include <rte_malloc.h>
 
@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "devargs.h"
 #include "eal_dma_registrar.h"
@@ -18,27 +19,31 @@ namespace vqs {
 
 int pmd_logtype = RTE_LOGTYPE_PMD;
 
-// The devices of the ethdevs that DMA (not on the vdev bus), each once. EAL probes the vdev bus
-// last, so at our probe every device given on the command line is there; one attached later
-// (hotplug) is not.
+// The devices that may DMA from what they are given: every device a driver took, on every bus
+// but vdev (virtual devices read with the CPU; virtio_user over vhost-vdpa is the exception, see
+// docs/pmd.md). Not only NICs: a crypto or DMA device may be given the mbufs too. EAL probes the
+// vdev bus last, so at our probe the other buses' devices are all there; one attached later
+// (hotplug, or probed by a vdev such as failsafe given after ours) is not.
 static std::vector<rte_device*> dma_devices() {
   std::vector<rte_device*> devices;
-  uint16_t port_id;
-  RTE_ETH_FOREACH_DEV(port_id) {
-    rte_eth_dev_info info;
-    if (rte_eth_dev_info_get(port_id, &info) != 0 || info.device == nullptr) continue;
-    if (std::strcmp(rte_bus_name(rte_dev_bus(info.device)), "vdev") == 0) continue;
-    if (std::find(devices.begin(), devices.end(), info.device) == devices.end())
-      devices.push_back(info.device);
+  auto any = [](const rte_bus*, const void*) { return 0; };
+  auto any_device = [](const rte_device*, const void*) { return 0; };
+  for (rte_bus* bus = rte_bus_find(nullptr, any, nullptr); bus != nullptr;
+       bus = rte_bus_find(bus, any, nullptr)) {
+    if (std::strcmp(rte_bus_name(bus), "vdev") == 0 || bus->find_device == nullptr) continue;
+    for (rte_device* d = bus->find_device(nullptr, any_device, nullptr); d != nullptr;
+         d = bus->find_device(d, any_device, nullptr))
+      if (rte_dev_is_probed(d)) devices.push_back(d);
   }
   return devices;
 }
 
-// Sets up `options` (zero-copy on) for the devices that may be sent what it lends: DMA-mapped
-// guest memory through `registrar`, or zero-copy off with a warning.
-static void plan_lending(const char* name, VhostDeviceOptions& options,
-                         std::unique_ptr<EalDmaRegistrar>& registrar) {
-  std::vector<rte_device*> devices = dma_devices();
+// Sets up `options` (zero-copy on) for the devices that may be sent what it lends: guest memory
+// DMA-mapped through the registrar returned (which must outlive the device), nothing needed
+// (nullptr), or zero-copy off with a warning (nullptr).
+static std::unique_ptr<EalDmaRegistrar> plan_lending(const char* name,
+                                                     VhostDeviceOptions& options) {
+  const std::vector<rte_device*> devices = dma_devices();
   const bool iova_va = rte_eal_iova_mode() == RTE_IOVA_VA;
   std::vector<DmaOutput> outputs;
   for (rte_device* d : devices)
@@ -46,20 +51,23 @@ static void plan_lending(const char* name, VhostDeviceOptions& options,
   const PmdLendingChoice choice = choose_pmd_lending(iova_va, outputs);
   switch (choice.lending) {
     case PmdLending::kAsIs:
-      return;
-    case PmdLending::kDmaMapped:
-      registrar = std::make_unique<EalDmaRegistrar>(std::move(devices));
+      return nullptr;
+    case PmdLending::kDmaMapped: {
+      auto registrar = std::make_unique<EalDmaRegistrar>(devices);
       options.dma_registrar = registrar.get();
       options.lend_only_dma_ready = true;
-      VQS_PMD_LOG(INFO, "%s: zero-copy: guest memory is DMA-mapped for the %zu devices that DMA",
-                  name, outputs.size());
-      return;
+      VQS_PMD_LOG(INFO, "%s: zero-copy: guest memory will be DMA-mapped for %zu device(s), %s%s",
+                  name, outputs.size(), outputs.front().name.c_str(),
+                  outputs.size() > 1 ? " and others" : "");
+      return registrar;
+    }
     case PmdLending::kOff:
       options.zero_copy = false;
       VQS_PMD_LOG(WARNING, "%s: zero-copy disabled, every packet is copied: %s", name,
                   choice.why.c_str());
-      return;
+      return nullptr;
   }
+  return nullptr;
 }
 
 static int probe(rte_vdev_device* vdev) {
@@ -99,7 +107,7 @@ static int probe(rte_vdev_device* vdev) {
   dev->rx_pkt_burst = pmd_rx_burst;
   dev->tx_pkt_burst = pmd_tx_burst;
 
-  if (options->zero_copy) plan_lending(name, *options, port->dma_registrar());
+  if (options->zero_copy) port->set_dma_registrar(plan_lending(name, *options));
   std::unique_ptr<VhostDevice> device = VhostDevice::create(*options, port, &error);
   if (!device) {
     VQS_PMD_LOG(ERR, "%s: %s", name, error.c_str());

@@ -513,16 +513,23 @@ TEST_CASE("zero-copy: a consumer that holds one flow's buffers does not slow the
   CHECK(after.total_drops() == before.total_drops());
 }
 
+// A switch with the zero-copy guest `guest` cross-connected with `holder`, both on lcore 1
+// (`lcore_keys`: more keys for that lcore).
+std::string zero_copy_xconnect_yaml(const std::string& guest, const HoldingPort& holder,
+                                    const std::string& lcore_keys = "") {
+  return "version: 1\neal: {cores: \"0-1\"}\nports:\n" +
+         vhost_port_yaml(guest, ", zerocopy: true") +
+         "  - {name: holder, type: ethdev, device: " + holder.device() +
+         "}\nlcores: [{lcore: 1, rx: auto" + lcore_keys +
+         "}]\nforwarding: {mode: xconnect, pairs: [[" + guest + ", holder]]}\n";
+}
+
 TEST_CASE("zero-copy: a NIC that frees lazily is asked to when a guest queue reaches its limit") {
   // Holds what it sends until rte_eth_tx_done_cleanup (a NIC freeing on its ring's threshold,
   // which 320 frames do not reach).
   HoldingPort nic("zclazy" + std::to_string(serial++));
   nic.free_on_request();
-  RunningSwitch sw("version: 1\neal: {cores: \"0-1\"}\nports:\n" +
-                   vhost_port_yaml("zc3src", ", zerocopy: true") +
-                   "  - {name: nic, type: ethdev, device: " + nic.device() +
-                   "}\nlcores: [{lcore: 1, rx: auto}]\n"
-                   "forwarding: {mode: xconnect, pairs: [[zc3src, nic]]}\n");
+  RunningSwitch sw(zero_copy_xconnect_yaml("zc3src", nic));
   const LcoreCounters& lcore = sw.get().lcores()[0]->counters();
   Guest src("zc3src");
   REQUIRE(sw.wait_link(0));
@@ -551,11 +558,7 @@ TEST_CASE("zero-copy: a NIC that frees lazily is asked to when a guest queue rea
 
 TEST_CASE("zero-copy: a guest leaving while a NIC holds its buffers wakes the lcore to free them") {
   HoldingPort slow("zcleave" + std::to_string(serial++));
-  RunningSwitch sw("version: 1\neal: {cores: \"0-1\"}\nports:\n" +
-                   vhost_port_yaml("zc1src", ", zerocopy: true") +
-                   "  - {name: slow, type: ethdev, device: " + slow.device() +
-                   "}\nlcores: [{lcore: 1, rx: auto, busy_poll_us: 100}]\n"
-                   "forwarding: {mode: xconnect, pairs: [[zc1src, slow]]}\n");
+  RunningSwitch sw(zero_copy_xconnect_yaml("zc1src", slow, ", busy_poll_us: 100"));
   const LcoreCounters& lcore = sw.get().lcores()[0]->counters();
   auto src = std::make_unique<Guest>("zc1src");
   REQUIRE(sw.wait_link(0));
@@ -641,6 +644,36 @@ TEST_CASE("zero-copy: a sleeping lcore is woken when a consumer frees lent buffe
   CHECK(sw.get().totals(0).total_drops() == 0);
 }
 
+// Eight 1500-byte frames `guest` sent (seeds from `seed`), taken from `device`'s guest TX vring
+// with dequeue_burst as an lcore takes them, what they should hold, and the vring's counters.
+struct Dequeued {
+  std::vector<rte_mbuf*> got;
+  std::vector<std::vector<uint8_t>> expected;
+  QueueStats stats;
+};
+Dequeued send_and_dequeue(VhostDevice& device, const Guest& guest, uint32_t seed) {
+  Dequeued d;
+  std::vector<rte_mbuf*> sent;
+  for (uint32_t i = 0; i < 8; ++i) {
+    sent.push_back(make_packet(1500, seed + i));
+    d.expected.push_back(packet_bytes(sent.back()));
+  }
+  REQUIRE(send_all(guest.port(), 0, sent) == 8);
+  d.got.resize(8);
+  uint16_t n = 0;
+  for (int i = 0; i < 2000 && n < 8; ++i) {
+    if (VirtQueue* q = device.enter(1)) {
+      n +=
+          dequeue_burst(*q, vqs::test::interop_pool(), d.got.data() + n, 8 - n, UINT32_MAX).packets;
+      d.stats = q->stats();
+      device.leave(1);
+    }
+    if (n < 8) rte_delay_ms(1);
+  }
+  REQUIRE(n == 8);
+  return d;
+}
+
 TEST_CASE(
     "zero-copy: a guest's memory is external memory while lent from, until the last is back") {
   // The switch registers guest memory only for NICs that DMA (none here): the device is driven
@@ -659,23 +692,8 @@ TEST_CASE(
   for (int i = 0; i < 5000 && !device->vring_ready(1); ++i) rte_delay_ms(1);
   REQUIRE(device->vring_ready(1));
 
-  std::vector<rte_mbuf*> sent;
-  std::vector<std::vector<uint8_t>> expected;
-  for (uint32_t i = 0; i < 8; ++i) {
-    sent.push_back(make_packet(1500, 70 + i));
-    expected.push_back(packet_bytes(sent.back()));
-  }
-  REQUIRE(send_all(guest->port(), 0, sent) == 8);
-  std::vector<rte_mbuf*> got(8);
-  uint16_t n = 0;
-  for (int i = 0; i < 2000 && n < 8; ++i) {
-    if (VirtQueue* q = device->enter(1)) {
-      n += dequeue_burst(*q, vqs::test::interop_pool(), got.data() + n, 8 - n, UINT32_MAX).packets;
-      device->leave(1);
-    }
-    if (n < 8) rte_delay_ms(1);
-  }
-  REQUIRE(n == 8);
+  const Dequeued d = send_and_dequeue(*device, *guest, 70);
+  const std::vector<rte_mbuf*>& got = d.got;
   // Guest memory is hugepages (EAL's own, shared by virtio_user): registered page by huge page.
   const uint64_t huge_page = rte_mem_virt2memseg_list(got[0])->page_sz;
   std::vector<void*> lent;
@@ -698,7 +716,7 @@ TEST_CASE(
   CHECK_FALSE(device->link_up());
   CHECK(device->reap_orphans() == 8);
   for (void* addr : lent) CHECK(rte_mem_virt2memseg_list(addr) != nullptr);
-  for (size_t i = 0; i < got.size(); ++i) CHECK(packet_bytes(got[i]) == expected[i]);
+  for (size_t i = 0; i < got.size(); ++i) CHECK(packet_bytes(got[i]) == d.expected[i]);
   // The last lent mbuf freed and reaped: unregistered (and unmapped).
   free_all(got);
   CHECK(device->reap_orphans() == 0);
@@ -739,28 +757,11 @@ TEST_CASE("zero-copy: memory the registrar refused is lent without an IOVA, or n
     REQUIRE(device->vring_ready(1));
     CHECK(registrar.asked > 0);
 
-    std::vector<rte_mbuf*> sent;
-    std::vector<std::vector<uint8_t>> expected;
-    for (uint32_t i = 0; i < 8; ++i) {
-      sent.push_back(make_packet(1500, 90 + i));
-      expected.push_back(packet_bytes(sent.back()));
-    }
-    REQUIRE(send_all(guest->port(), 0, sent) == 8);
-    std::vector<rte_mbuf*> got(8);
-    uint16_t n = 0;
-    QueueStats stats;
-    for (int i = 0; i < 2000 && n < 8; ++i) {
-      if (VirtQueue* q = device->enter(1)) {
-        n +=
-            dequeue_burst(*q, vqs::test::interop_pool(), got.data() + n, 8 - n, UINT32_MAX).packets;
-        stats = q->stats();
-        device->leave(1);
-      }
-      if (n < 8) rte_delay_ms(1);
-    }
-    REQUIRE(n == 8);
+    const Dequeued d = send_and_dequeue(*device, *guest, 90);
+    const std::vector<rte_mbuf*>& got = d.got;
+    const QueueStats& stats = d.stats;
     for (size_t i = 0; i < got.size(); ++i) {
-      CHECK(packet_bytes(got[i]) == expected[i]);
+      CHECK(packet_bytes(got[i]) == d.expected[i]);
       bool lent = false;
       for (const rte_mbuf* seg = got[i]; seg != nullptr; seg = seg->next) {
         if (!RTE_MBUF_HAS_EXTBUF(seg)) continue;

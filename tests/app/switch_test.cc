@@ -326,27 +326,41 @@ TEST_CASE("xconnect lcore loop forwards both ways and counts unrouted input") {
   CHECK(pool.available() == full);
 }
 
-TEST_CASE("a release request: each NIC tx queue of the lcore is cleaned once at its next pass") {
-  Pool pool;
-  const unsigned full = pool.available();
-  {
-    // A guest (holds nothing), a NIC that frees 5 sent packets, one that cannot (-ENOTSUP).
-    FakePort guest("g", 0, 1, 1, true), nic("n", 1, 1, 3, false), old("o", 2, 1, 1, false);
-    nic.cleanup_result = 5;
+// An lcore forwarding a guest (which holds nothing) to a NIC, on the lcore's own tx queue
+// `nic_queue` of `nic_queues`, and with a second NIC that cannot free on request (-ENOTSUP).
+struct CleanupRig {
+  CleanupRig(uint16_t nic_queues, uint16_t nic_queue, const std::atomic<uint64_t>* epoch = nullptr)
+      : nic("n", 1, 1, nic_queues, false) {
     old.cleanup_result = -ENOTSUP;
-    for (int i = 0; i < 4; ++i) guest.inject(0, pool.packet(64, 0xa));
-    Forwarding forwarding;
     forwarding.xconnect_peer = {1, -1, -1};
     std::vector<RxSlot> rx(1);
     rx[0].port = &guest;
     std::vector<TxBufferSet::Output> outs(3);
     outs[0].port = &guest;
     outs[1].port = &nic;
-    outs[1].queue = 2;  // the lcore's own queue on that NIC
+    outs[1].queue = nic_queue;
     outs[2].port = &old;
+    loop =
+        std::make_unique<LcoreLoop>(0, nic_queue, std::move(rx), TxBufferSet(std::move(outs), 32),
+                                    &forwarding, std::nullopt, 32, epoch);
+  }
+  FakePort guest{"g", 0, 1, 1, true};
+  FakePort nic;
+  FakePort old{"o", 2, 1, 1, false};
+  Forwarding forwarding;
+  std::unique_ptr<LcoreLoop> loop;
+};
+
+TEST_CASE("a release request: each NIC tx queue of the lcore is cleaned once at its next pass") {
+  Pool pool;
+  const unsigned full = pool.available();
+  {
     std::atomic<uint64_t> epoch{7};
-    LcoreLoop loop(0, 2, std::move(rx), TxBufferSet(std::move(outs), 32), &forwarding, std::nullopt,
-                   32, &epoch);
+    CleanupRig rig(3, 2, &epoch);
+    FakePort &guest = rig.guest, &nic = rig.nic, &old = rig.old;
+    LcoreLoop& loop = *rig.loop;
+    nic.cleanup_result = 5;  // frees 5 sent packets
+    for (int i = 0; i < 4; ++i) guest.inject(0, pool.packet(64, 0xa));
     CHECK(loop.poll_once(0) == 4);
     CHECK(nic.cleaned.empty());  // no request yet
     epoch.fetch_add(1);
@@ -398,21 +412,10 @@ TEST_CASE("a guest queue at its zero-copy limit has the lcore's NIC queues free 
   Pool pool;
   const unsigned full = pool.available();
   {
-    // A NIC that frees 3 sent packets each time it is asked, one that cannot (-ENOTSUP).
-    FakePort guest("g", 0, 1, 1, true), nic("n", 1, 1, 2, false), old("o", 2, 1, 1, false);
-    nic.cleanup_result = 3;
-    old.cleanup_result = -ENOTSUP;
-    Forwarding forwarding;
-    forwarding.xconnect_peer = {1, -1, -1};
-    std::vector<RxSlot> rx(1);
-    rx[0].port = &guest;
-    std::vector<TxBufferSet::Output> outs(3);
-    outs[0].port = &guest;
-    outs[1].port = &nic;
-    outs[1].queue = 1;
-    outs[2].port = &old;
-    LcoreLoop loop(0, 0, std::move(rx), TxBufferSet(std::move(outs), 32), &forwarding, std::nullopt,
-                   32);
+    CleanupRig rig(2, 1);
+    FakePort &guest = rig.guest, &nic = rig.nic, &old = rig.old;
+    LcoreLoop& loop = *rig.loop;
+    nic.cleanup_result = 3;  // frees 3 sent packets each time it is asked
     auto pass = [&](uint64_t now_tsc) {
       for (int i = 0; i < 4; ++i) guest.inject(0, pool.packet(64, 0xa));
       CHECK(loop.poll_once(now_tsc) == 4);

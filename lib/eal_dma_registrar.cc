@@ -41,6 +41,10 @@ bool EalDmaRegistrar::can_map(rte_device* device) {
     ok = rte_dev_dma_map(device, addr, iova_of(addr), page) == 0;
     if (ok) (void)rte_dev_dma_unmap(device, addr, iova_of(addr), page);
     (void)rte_extmem_unregister(addr, page);
+  } else {
+    // Not the device's answer: say so, or the caller's "refuses the map" would mislead.
+    VQS_LOG(WARNING, "%s: cannot try a DMA map: rte_extmem_register: %s", rte_dev_name(device),
+            rte_strerror(rte_errno));
   }
   munmap(addr, page);
   return ok;

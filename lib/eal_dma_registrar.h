@@ -22,7 +22,8 @@ class EalDmaRegistrar final : public DmaRegistrar {
   // gone has nothing to map or unmap.
   explicit EalDmaRegistrar(const std::vector<rte_device*>& devices);
 
-  // Whether `device` takes rte_dev_dma_map of external memory: tried on one page of our own.
+  // Whether `device` takes rte_dev_dma_map of external memory: tried on one page of our own
+  // (false, with a warning, also when that page cannot be registered as external memory).
   static bool can_map(rte_device* device);
 
   bool register_memory(void* addr, uint64_t len, uint64_t page_size) override;

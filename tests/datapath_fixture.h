@@ -38,6 +38,7 @@ struct Device {
                                  rte_mempool* pool = test_pool()) {
     std::vector<rte_mbuf*> pkts(max);
     const BurstResult r = dequeue_burst(txq, pool, pkts.data(), max, max_bytes);
+    last_dequeue = r;
     pkts.resize(r.packets);
     held.insert(held.end(), pkts.begin(), pkts.end());
     return pkts;
@@ -64,6 +65,7 @@ struct Device {
   VirtQueue txq;
   VirtQueue rxq;
   std::vector<rte_mbuf*> held;  // mbufs the test has not handed back yet
+  BurstResult last_dequeue;     // what the last dequeue() returned
 };
 
 // The packet's bytes, across segments.

@@ -78,6 +78,7 @@ TEST_CASE("zero-copy: packets from the minimum length on are lent, shorter ones 
   CHECK(dev.txq.stats().zero_copy_packets == 4);
   CHECK(dev.txq.stats().zero_copy_copied == 4);
   CHECK(dev.txq.stats().zero_copy_limit_copies == 0);
+  CHECK_FALSE(dev.last_dequeue.lending_full);  // copied for their length, not for the limit
   CHECK(dev.tracker.in_flight() == 4);
   // Only the copies' chains are back with the guest.
   CHECK(dev.tx.take_used().size() == 4);
@@ -192,6 +193,7 @@ TEST_CASE("zero-copy: never more than min(128, ring/4) in flight; beyond it pack
       dev.send(ring / 2, 600, static_cast<uint32_t>(round * 1000));
       const auto pkts = dev.dequeue(ring);
       CHECK(pkts.size() == ring / 2u);
+      CHECK(dev.last_dequeue.lending_full);  // copies for the limit, reported
       taken += static_cast<uint32_t>(pkts.size());
       CHECK(dev.tracker.in_flight() == limit);
       dev.tx.take_used();  // the copies come back at once
@@ -203,6 +205,7 @@ TEST_CASE("zero-copy: never more than min(128, ring/4) in flight; beyond it pack
     dev.free_all();
     dev.send(4, 600);
     CHECK(dev.dequeue().size() == 4);
+    CHECK_FALSE(dev.last_dequeue.lending_full);
     CHECK(dev.txq.stats().zero_copy_packets == limit + 4u);
   }
 }
@@ -228,6 +231,8 @@ TEST_CASE("zero-copy: a copy forced by the limit is counted once, when it is mad
   CHECK(!ZeroCopyDevice::lent(pkts[0]));
   CHECK(dev.txq.stats().zero_copy_limit_copies == 1);
   CHECK(dev.txq.stats().zero_copy_copied == 1);
+  dev.free_all();
+  rte_mempool_free(pool);
 }
 
 TEST_CASE("zero-copy: completions from another thread in random order; each chain back once") {

@@ -91,6 +91,7 @@ void LcoreLoop::release_sent(uint64_t epoch) {
 void LcoreLoop::reclaim_lent(uint64_t now_tsc) {
   next_reclaim_tsc_ = now_tsc + reclaim_interval_cycles_;
   const TxBufferSet::Released r = tx_.reclaim_sent();
+  if (r.asked == 0) return;  // every NIC queue here answered -ENOTSUP before: nothing done
   ++counters_.lent_reclaims;
   counters_.lent_reclaimed_packets += r.packets;
 }

@@ -45,7 +45,8 @@ struct alignas(64) LcoreCounters {
   uint64_t sleeps_put_off = 0;
   // Times a guest queue at its zero-copy in-flight limit had this lcore's NIC tx queues asked to
   // free what they have sent (a NIC that frees lazily holds lent buffers until its ring runs
-  // low), whether or not that freed any, and the packets it freed.
+  // low; queues whose device answered -ENOTSUP are no longer asked), whether or not that freed
+  // any, and the packets it freed.
   uint64_t lent_reclaims = 0;
   uint64_t lent_reclaimed_packets = 0;
 };

@@ -114,6 +114,7 @@ void TxBufferSet::clean_up(Buffer& b, Released& r) {
   if (b.out.shared) rte_spinlock_lock(port->tx_lock(b.out.queue));
   const int rc = port->tx_done_cleanup(b.out.queue);
   if (b.out.shared) rte_spinlock_unlock(port->tx_lock(b.out.queue));
+  ++r.asked;
   if (rc > 0) r.packets += static_cast<uint64_t>(rc);
   if (rc == -ENOTSUP) {
     ++r.unsupported;

@@ -70,7 +70,8 @@ class TxBufferSet {
   // What release_sent() got back.
   struct Released {
     uint64_t packets = 0;      // freed by the devices
-    uint32_t unsupported = 0;  // tx queues whose device cannot free on request (-ENOTSUP)
+    uint32_t asked = 0;        // tx queues asked
+    uint32_t unsupported = 0;  // ... whose device cannot free on request (-ENOTSUP)
   };
   // Flushes, then asks this lcore's tx queue on every NIC to free the mbufs of packets it has
   // sent: a stopping guest gets its lent buffers back sooner (see Switch::request_tx_release).

@@ -32,8 +32,9 @@ struct alignas(64) PmdTxQueue {
   uint16_t vring;
 };
 
-// Lives in dev->data->dev_private: constructed in place at probe, never destroyed (ethdev frees
-// dev_private when the port is released), so close_device() lets go of what it owns.
+// Lives in dev->data->dev_private: constructed in place at probe, destroyed only when probe fails
+// (ethdev frees dev_private when the port is released), so close_device() lets go of what it
+// owns.
 class PmdPort final : public VhostDevice::Listener {
  public:
   explicit PmdPort(uint16_t port_id) : port_id_(port_id) {}

@@ -62,4 +62,44 @@ write_table() {
   } >"$doc.new" && mv "$doc.new" "$doc"
 }
 
+# line_crossings SECONDS PROBE PID...: one-way line latencies (ns) sampled every 0.5 s for
+# SECONDS by PROBE (vqs-cpu-share), each with the processes PID... frozen so that the probe has
+# the two CPUs to itself.
+line_crossings() {
+  local until=$(($(date +%s%N) + $1 * 1000000000)) probe=$2 samples=""
+  shift 2
+  while :; do
+    sleep 0.5
+    kill -STOP "$@"
+    samples+=" $("$probe" --bounce)"
+    kill -CONT "$@"
+    [ "$(date +%s%N)" -lt "$until" ] || break
+  done
+  echo "$samples"
+}
+
+# crossing_class: near if every latency on stdin is under 150 ns, far if every one is above,
+# else mixed.
+crossing_class() {
+  awk '{for (i = 1; i <= NF; i++) if ($i < 150) n++; else f++}
+    END {print f ? (n ? "mixed" : "far") : "near"}'
+}
+
+# class_lines BASELINE CANDIDATE RATES CYCLES RATIOS: a scenario's results per placement class,
+# from associative arrays named by the last three: RATES and CYCLES keyed "a.CLASS" (candidate)
+# and "b.CLASS" (baseline), RATIOS keyed by the pair's class; values are space-separated numbers.
+class_lines() {
+  local -n rates_of=$3 cycles_of=$4 ratios_of=$5
+  local c
+  # "median (count)", or "-" for none
+  of() { if [ -n "${1// /}" ]; then echo "$(echo "$1" | median) ($(echo "$1" | wc -w))"; else echo -; fi; }
+  for c in near far mixed; do
+    [ -n "${rates_of[a.$c]:-}${rates_of[b.$c]:-}" ] || continue
+    printf '%17s %-5s Mpps %s %s, %s %s; host cycles %s, %s; pairs: ratio %s\n' "" "$c" \
+      "$1" "$(of "${rates_of[b.$c]:-}")" "$2" "$(of "${rates_of[a.$c]:-}")" \
+      "$(of "${cycles_of[b.$c]:-}")" "$(of "${cycles_of[a.$c]:-}")" \
+      "$(of "${ratios_of[$c]:-}")"
+  done
+}
+
 dpdk_version() { dpkg-query -W -f='DPDK ${Version}' libdpdk-dev; }

@@ -158,20 +158,6 @@ stop_pair() {
   pids=()
 }
 
-# line_crossings SECONDS: one-way line latencies (ns) sampled every 0.5 s for SECONDS, each with
-# both testpmds frozen so that the probe has the two CPUs to itself.
-line_crossings() {
-  local until=$(($(date +%s%N) + $1 * 1000000000)) samples=""
-  while :; do
-    sleep 0.5
-    kill -STOP "${pids[@]}"
-    samples+=" $("$cpu_state" --bounce)"
-    kill -CONT "${pids[@]}"
-    [ "$(date +%s%N)" -lt "$until" ] || break
-  done
-  echo "$samples"
-}
-
 # period WHICH MODE: forward through backend WHICH (a: candidate, b: baseline) for one period;
 # prints "Mpps host-cycles/packet class" (the cycles those of the period before, printed at its
 # stop; the class near, far or mixed with --cpu-state, else none).
@@ -190,8 +176,7 @@ period() {
   sleep 1
   send guest "show port stats ${gport[$which]}"  # starts the rate's interval
   if [ -n "$cpu_state" ]; then
-    class=$(line_crossings "$seconds" | awk '{for (i = 1; i <= NF; i++) if ($i < 150) n++; else f++}
-      END {print f ? (n ? "mixed" : "far") : "near"}')
+    class=$(line_crossings "$seconds" "$cpu_state" "${pids[@]}" | crossing_class)
   else
     sleep "$seconds"
   fi
@@ -200,21 +185,6 @@ period() {
   sleep 0.3
   rate=$(since guest "$at" | grep -a -oE "$key: +[0-9]+" | awk '{printf "%.3f", $2 / 1e6}' | tail -1 || true)
   echo "${rate:-0} ${cycles:-0} $class"
-}
-
-# class_lines BASELINE CANDIDATE: with --cpu-state, a scenario's results per class, from the
-# arrays filled by the loop below.
-class_lines() {
-  local c
-  # "median (count)", or "-" for none
-  of() { if [ -n "${1// /}" ]; then echo "$(echo "$1" | median) ($(echo "$1" | wc -w))"; else echo -; fi; }
-  for c in near far mixed; do
-    [ -n "${class_rates[a.$c]:-}${class_rates[b.$c]:-}" ] || continue
-    printf '%17s %-5s Mpps %s %s, %s %s; host cycles %s, %s; pairs: ratio %s\n' "" "$c" \
-      "$1" "$(of "${class_rates[b.$c]:-}")" "$2" "$(of "${class_rates[a.$c]:-}")" \
-      "$(of "${class_cycles[b.$c]:-}")" "$(of "${class_cycles[a.$c]:-}")" \
-      "$(of "${class_ratios[$c]:-}")"
-  done
 }
 
 load_before=$(load)
@@ -273,7 +243,8 @@ for mode in $modes; do
     stop_pair
     mapfile -t lines < <(scenario_lines "$mode" "$size" "$baseline" "$rates_b" "$candidate" \
       "$rates_a" "$ratios" pairs "$cyc_b" "$cyc_a" "$(tsc_mhz "$run/host.log")")
-    [ -z "$cpu_state" ] || mapfile -t -O "${#lines[@]}" lines < <(class_lines "$baseline" "$candidate")
+    [ -z "$cpu_state" ] || mapfile -t -O "${#lines[@]}" lines < <(class_lines "$baseline" "$candidate" \
+      class_rates class_cycles class_ratios)
     printf '%s\n' "${lines[@]}"
     results+=("${lines[@]}")
   done

@@ -1,0 +1,329 @@
+#!/usr/bin/env bash
+# vqswitch against OVS-DPDK (Debian's openvswitch-switch-dpdk), on the same guests, period by
+# period.
+#
+# One OVS-DPDK (its own ovsdb-server and ovs-vswitchd, started here in a private run directory,
+# no systemd) and one vqswitch per variant run side by side, each forwarding on CPU 1 with its
+# main thread on CPU 0; one guest (dpdk-testpmd with DPDK's virtio_user, forwarding on CPU 0) has
+# its own ports on every switch. All switches but the one under test are frozen (SIGSTOP), so
+# each period has CPU 1 to one switch; the guest's `set portlist` moves its traffic to that
+# switch's ports. A round visits every switch once, the order reversed every other round, so
+# each variant's ratio to OVS is taken from periods close in time (the median of the rounds'
+# ratios is reported). Each period: 1 s of warm-up, then the guest's rate over --seconds and the
+# switch's busy TSC cycles per packet it received (vqswitch: telemetry /vqswitch/lcores,1;
+# OVS: dpif-netdev/pmd-stats-show, after pmd-stats-clear).
+#
+# Scenarios (each switch: xconnect / OpenFlow in_port->output for one guest port and a net_null
+# "NIC"; the L2 bridge / the NORMAL action for vm2vm):
+#   pvp       net_null (generating) -> switch -> guest macswap -> switch -> net_null; guest Tx-pps
+#   guest-tx  guest txonly -> switch -> net_null sink; guest Tx-pps
+#   guest-rx  net_null (generating) -> switch -> guest rxonly; guest Rx-pps
+#   vm2vm     two guest ports on the bridge, each sending to the other (flowgen, one flow) and
+#             receiving; guest Rx-pps of both
+#
+#   scripts/bench/switch_vs_ovs.sh [--scenarios "pvp guest-tx guest-rx vm2vm"] [--sizes "64 1500"]
+#       [--rounds N] [--seconds S] [--variant LABEL 'YAML'] ... [--cpu-state] [--table NAME]
+#
+# --variant LABEL 'YAML': a vqswitch whose every port mapping has YAML added (flow style, e.g.
+# 'weight: {packets: 32}'); repeat for several (a sweep); without any, one vqswitch with the
+# defaults, labelled "vqswitch". --cpu-state: each period's placement class (near, far, mixed;
+# see pvp_interleaved.sh), sampled with the guest and the switch under test frozen, and the
+# results per class. --table: the block of docs/benchmarks.md to rewrite (default
+# switch-vs-ovs; none: print only). Needs root and a build; raises the 2 MiB hugepages to what
+# the switches and the guest take. VQS_BENCH_KEEP=1 keeps the run directory (every log).
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+source "$top/scripts/bench/common.sh"
+scenarios="pvp guest-tx guest-rx vm2vm"
+sizes="64 1500"
+rounds=10
+seconds=3
+table=switch-vs-ovs
+cpu_state=""
+labels=()
+extras=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --scenarios) scenarios=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
+    --variant) labels+=("$2"); extras+=("$3"); shift 3 ;;
+    --table) table=$2; shift 2 ;;
+    --cpu-state) cpu_state=$top/build/scripts/bench/vqs-cpu-share; shift ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ ${#labels[@]} -gt 0 ] || { labels=(vqswitch); extras=(""); }
+for s in $scenarios; do
+  case "$s" in pvp | guest-tx | guest-rx | vm2vm) ;; *) echo "scenario $s?" >&2; exit 2 ;; esac
+done
+vqswitch=$top/build/app/vqswitch/vqswitch
+ovs_vswitchd=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
+[ -x "$vqswitch" ] || { echo "build first: $vqswitch" >&2; exit 1; }
+[ -z "$cpu_state" ] || [ -x "$cpu_state" ] || { echo "build first: $cpu_state" >&2; exit 1; }
+if [ ! -x "$ovs_vswitchd" ]; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    openvswitch-switch-dpdk >/dev/null
+fi
+
+# Hugepages: each switch preallocates 512 MB and takes more as it needs it (OVS's and vqswitch's
+# mbuf pools), so 1 GB each; 1 GB for the guest; 512 MB to spare.
+readonly kSwitchMb=512 kGuestMb=1024
+need=$(((1024 * (1 + ${#labels[@]}) + kGuestMb + 512) / 2))
+nr=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+[ "$(cat $nr)" -ge "$need" ] || echo "$need" >$nr
+[ "$(cat $nr)" -ge "$need" ] || { echo "only $(cat $nr) hugepages, want $need" >&2; exit 1; }
+
+run=$(mktemp -d /run/vqs-svo.XXXXXX)
+tag=$(basename "$run")
+pids=()      # every process started, for cleanup
+sw_pids=()   # per switch: 0 is OVS, 1.. the vqswitch variants
+names=(ovs-dpdk "${labels[@]}")
+export OVS_RUNDIR=$run/ovs OVS_LOGDIR=$run/ovs OVS_DBDIR=$run/ovs
+vsctl() { ovs-vsctl --db="unix:$OVS_RUNDIR/db.sock" "$@"; }
+appctl() { ovs-appctl -t "$(echo "$OVS_RUNDIR"/ovs-vswitchd*."$(cat "$OVS_RUNDIR/ovs-vswitchd.pid")".ctl)" "$@"; }
+
+stop_all() {
+  local p
+  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; done
+  # A subshell writes: a guest that is gone would have the write's SIGPIPE end this shell.
+  [ -n "${fd_guest:-}" ] && { (echo quit >&"$fd_guest") 2>/dev/null || true; exec {fd_guest}>&-; fd_guest=""; }
+  for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+  for f in "$OVS_RUNDIR"/*.pid; do [ -f "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null || true; done
+  sleep 1
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  for f in "$OVS_RUNDIR"/*.pid; do [ -f "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null || true; done
+  pids=() sw_pids=()
+  rm -rf /dev/hugepages/"$tag"-* /var/run/dpdk/"$tag"-*
+}
+cleanup() {
+  stop_all
+  [ -n "${VQS_BENCH_KEEP:-}" ] || rm -rf "$run"
+}
+trap cleanup EXIT
+
+# Guest port k's MAC (flowgen's peers in vm2vm).
+mac_of() { printf '02:00:00:5e:00:%02x' "$1"; }
+
+# start_ovs SCENARIO SIZE: ovsdb-server and ovs-vswitchd, bridge br0 (netdev datapath) with the
+# scenario's ports; adds its vhost-user sockets to `sockets` and its pid to `sw_pids`.
+start_ovs() {
+  local scenario=$1 size=$2 null
+  rm -rf "$OVS_RUNDIR"
+  mkdir -p "$OVS_RUNDIR"
+  ovsdb-tool create "$OVS_RUNDIR/conf.db" /usr/share/openvswitch/vswitch.ovsschema
+  ovsdb-server --remote="punix:$OVS_RUNDIR/db.sock" --pidfile="$OVS_RUNDIR/ovsdb-server.pid" \
+    --detach --log-file="$OVS_RUNDIR/ovsdb-server.log" -vconsole:off "$OVS_RUNDIR/conf.db" 2>/dev/null
+  vsctl --no-wait init
+  vsctl --no-wait set Open_vSwitch . other_config:dpdk-init=true \
+    other_config:dpdk-extra="--no-pci --file-prefix $tag-ovs" \
+    other_config:dpdk-socket-mem=$kSwitchMb other_config:dpdk-lcore-mask=0x1 \
+    other_config:pmd-cpu-mask=0x2
+  "$ovs_vswitchd" "unix:$OVS_RUNDIR/db.sock" --pidfile="$OVS_RUNDIR/ovs-vswitchd.pid" --detach \
+    --log-file="$OVS_RUNDIR/ovs-vswitchd.log" -vconsole:off 2>/dev/null
+  vsctl add-br br0 -- set bridge br0 datapath_type=netdev
+  if [ "$scenario" = vm2vm ]; then
+    vsctl add-port br0 vm0 -- set Interface vm0 type=dpdkvhostuser
+    vsctl add-port br0 vm1 -- set Interface vm1 type=dpdkvhostuser
+  else
+    null="net_null0,size=$size"
+    [ "$scenario" = guest-tx ] && null="net_null0,no-rx=1"
+    vsctl add-port br0 vm0 -- set Interface vm0 type=dpdkvhostuser
+    vsctl add-port br0 nic0 -- set Interface nic0 type=dpdk "options:dpdk-devargs=$null"
+    ovs-ofctl del-flows br0
+    ovs-ofctl add-flow br0 in_port=vm0,actions=output:nic0
+    ovs-ofctl add-flow br0 in_port=nic0,actions=output:vm0
+  fi
+  sw_pids+=("$(cat "$OVS_RUNDIR/ovs-vswitchd.pid")")
+  sockets+=("$OVS_RUNDIR/vm0")
+  [ "$scenario" = vm2vm ] && sockets+=("$OVS_RUNDIR/vm1")
+  return 0
+}
+
+# start_vqswitch INDEX SCENARIO SIZE: vqswitch variant INDEX (1..), as start_ovs.
+start_vqswitch() {
+  local i=$1 scenario=$2 size=$3 extra=${extras[$(($1 - 1))]} yaml=$run/vqswitch$1.yaml null
+  local port_extra=""
+  [ -n "$extra" ] && port_extra=", $extra"
+  null="net_null0,size=$size"
+  [ "$scenario" = guest-tx ] && null="net_null0,no-rx=1"
+  {
+    echo "version: 1"
+    echo "eal: {cores: \"0-1\", main_lcore: 0, memory_mb: $kSwitchMb, file_prefix: $tag-vqs$i,"
+    echo "      args: [\"--no-pci\", \"--log-level=*:warning\"]}"
+    echo "stats_interval_s: 0"
+    echo "ports:"
+    echo "  - {name: vm0, type: vhost, socket: $run/vqs$i-vm0.sock$port_extra}"
+    if [ "$scenario" = vm2vm ]; then
+      echo "  - {name: vm1, type: vhost, socket: $run/vqs$i-vm1.sock$port_extra}"
+      echo "lcores: [{lcore: 1, rx: auto}]"
+      echo "forwarding: {mode: bridge}"
+    else
+      echo "  - {name: nic0, type: ethdev, device: \"$null\"$port_extra}"
+      echo "lcores: [{lcore: 1, rx: auto}]"
+      echo "forwarding: {mode: xconnect, pairs: [[vm0, nic0]]}"
+    fi
+  } >"$yaml"
+  "$vqswitch" --check "$yaml" >"$run/vqswitch$i.plan" ||
+    { echo "variant ${labels[$((i - 1))]}: bad config" >&2; cat "$run/vqswitch$i.plan" >&2; exit 1; }
+  "$vqswitch" --config "$yaml" >"$run/vqswitch$i.log" 2>&1 &
+  pids+=($!)
+  sw_pids+=($!)
+  sockets+=("$run/vqs$i-vm0.sock")
+  [ "$scenario" = vm2vm ] && sockets+=("$run/vqs$i-vm1.sock")
+  return 0
+}
+
+# start_guest SCENARIO SIZE SOCKET...: the guest testpmd, interactive, reading from a fifo.
+start_guest() {
+  local scenario=$1 size=$2 vdevs=() peers=() fwd=() k=0 s
+  shift 2
+  for s in "$@"; do
+    for _ in $(seq 100); do [ -S "$s" ] && break; sleep 0.1; done
+    [ -S "$s" ] || { echo "no socket $s; see $run" >&2; exit 1; }
+    vdevs+=(--vdev "net_virtio_user$k,path=$s,queue_size=1024,mrg_rxbuf=1,in_order=0,mac=$(mac_of $k)")
+    # vm2vm: ports 2j and 2j+1 (one switch's pair) send to each other.
+    peers+=("--eth-peer=$k,$(mac_of $((k ^ 1)))")
+    k=$((k + 1))
+  done
+  [ "$size" -gt 1800 ] && fwd+=("--mbuf-size=$((size + 256))")
+  case "$scenario" in
+    pvp) fwd+=(--forward-mode=macswap) ;;
+    guest-tx) fwd+=(--forward-mode=txonly "--txpkts=$size") ;;
+    guest-rx) fwd+=(--forward-mode=rxonly) ;;
+    vm2vm) fwd+=(--forward-mode=flowgen "--txpkts=$size" --flowgen-flows=1 "${peers[@]}") ;;
+  esac
+  rm -f "$run/guest.in"
+  mkfifo "$run/guest.in"
+  stdbuf -oL dpdk-testpmd -l 0,1 --main-lcore 1 --file-prefix "$tag-guest" -m $kGuestMb --no-pci \
+    --single-file-segments "${vdevs[@]}" --log-level "*:warning" -- -i --port-topology=loop \
+    --nb-cores=1 "${fwd[@]}" <"$run/guest.in" >"$run/guest.log" 2>&1 &
+  pids+=($!)
+  guest_pid=$!
+  exec {fd_guest}>"$run/guest.in"
+  for _ in $(seq 200); do grep -aq "testpmd>" "$run/guest.log" 2>/dev/null && break; sleep 0.1; done
+  grep -aq "testpmd>" "$run/guest.log" || { echo "guest did not start; see $run/guest.log" >&2; exit 1; }
+  sleep 1
+}
+
+guest() {
+  kill -0 "$guest_pid" 2>/dev/null || { echo "the guest is gone; see $run/guest.log" >&2; exit 1; }
+  echo "$1" >&"$fd_guest"
+}
+log_size() { stat -c %s "$1"; }
+
+# switch_counters INDEX: "busy_cycles packets" of switch INDEX so far (OVS: since the last clear).
+switch_counters() {
+  if [ "$1" -eq 0 ]; then
+    appctl dpif-netdev/pmd-stats-show | awk '/^pmd thread/ {pmd = 1} /^main thread/ {pmd = 0}
+      pmd && /processing cycles:/ {c = $3} pmd && /packets received:/ {p = $3} END {printf "%.0f %.0f\n", c, p}'
+  else
+    echo "/vqswitch/lcores,1" | dpdk-telemetry.py -f "$tag-vqs$1" 2>/dev/null |
+      python3 -c 'import json, sys
+for line in sys.stdin:
+    line = line.strip()
+    if line.startswith("{"):
+        d = json.loads(line).get("/vqswitch/lcores", {})
+        if "busy_cycles" in d:
+            print(d["busy_cycles"], d["packets"]); break
+else:
+    print(0, 0)'
+  fi
+}
+
+# period INDEX SCENARIO GUEST_PORTS: forward through switch INDEX for one period; prints
+# "Mpps cycles/packet class".
+period() {
+  local i=$1 scenario=$2 ports=$3 key=Tx-pps at rate c0 p0 c1 p1 class=none
+  case "$scenario" in guest-rx | vm2vm) key=Rx-pps ;; esac
+  kill -CONT "${sw_pids[$i]}"
+  guest "set portlist $ports"
+  guest start
+  sleep 1
+  [ "$i" -eq 0 ] && appctl dpif-netdev/pmd-stats-clear >/dev/null
+  read -r c0 p0 < <(switch_counters "$i")
+  guest "show port stats all"  # starts the rate's interval
+  if [ -n "$cpu_state" ]; then
+    class=$(line_crossings "$seconds" "$cpu_state" "$guest_pid" "${sw_pids[$i]}" | crossing_class)
+  else
+    sleep "$seconds"
+  fi
+  at=$(log_size "$run/guest.log")
+  guest "show port stats all"
+  sleep 0.3
+  read -r c1 p1 < <(switch_counters "$i")
+  guest stop
+  sleep 0.3
+  kill -STOP "${sw_pids[$i]}"
+  rate=$(tail -c +$((at + 1)) "$run/guest.log" | grep -a -oE "$key: +[0-9]+" |
+    awk '{s += $2} END {printf "%.3f", s / 1e6}')
+  awk -v r="$rate" -v c0="$c0" -v c1="$c1" -v p0="$p0" -v p1="$p1" -v k="$class" \
+    'BEGIN {printf "%s %.0f %s\n", r, (p1 > p0) ? (c1 - c0) / (p1 - p0) : 0, k}'
+}
+
+load_before=$(load)
+results=()
+for scenario in $scenarios; do
+  for size in $sizes; do
+    per_switch=1
+    [ "$scenario" = vm2vm ] && per_switch=2
+    sockets=() sw_pids=()
+    start_ovs "$scenario" "$size"
+    for i in $(seq ${#labels[@]}); do start_vqswitch "$i" "$scenario" "$size"; done
+    start_guest "$scenario" "$size" "${sockets[@]}"
+    for p in "${sw_pids[@]}"; do kill -STOP "$p"; done
+    declare -A rates=() cycles=() class_rates=() class_cycles=() class_ratios=() round_class=()
+    for r in $(seq "$rounds"); do
+      order=$(seq 0 ${#labels[@]})
+      [ $((r % 2)) -eq 0 ] && order=$(echo "$order" | tac)
+      declare -A this=() this_class=() this_cycles=()
+      for i in $order; do
+        ports=$(seq -s, $((i * per_switch)) $((i * per_switch + per_switch - 1)))
+        read -r rate cyc class < <(period "$i" "$scenario" "$ports")
+        rates[$i]+=" $rate"
+        cycles[$i]+=" $cyc"
+        this[$i]=$rate
+        this_class[$i]=$class
+        this_cycles[$i]=$cyc
+        echo "  $scenario ${size}B round $r: ${names[$i]} $rate Mpps, $cyc cycles/packet ($class, load $(load))" >&2
+      done
+      for i in $(seq ${#labels[@]}); do
+        ratio=$(awk -v a="${this[$i]}" -v b="${this[0]}" 'BEGIN {printf "%.3f", (b > 0) ? a / b : 0}')
+        rates[ratio.$i]+=" $ratio"
+        pair=${this_class[0]}
+        [ "${this_class[$i]}" = "$pair" ] || pair=mixed
+        class_rates[$i.b.${this_class[0]}]+=" ${this[0]}"
+        class_rates[$i.a.${this_class[$i]}]+=" ${this[$i]}"
+        class_cycles[$i.b.${this_class[0]}]+=" ${this_cycles[0]}"
+        class_cycles[$i.a.${this_class[$i]}]+=" ${this_cycles[$i]}"
+        class_ratios[$i.$pair]+=" $ratio"
+      done
+    done
+    stop_all
+    for i in $(seq ${#labels[@]}); do
+      mapfile -t lines < <(scenario_lines "$scenario" "$size" ovs-dpdk "${rates[0]}" "${labels[$((i - 1))]}" \
+        "${rates[$i]}" "${rates[ratio.$i]}" rounds "${cycles[0]}" "${cycles[$i]}" |
+        sed 's/host busy TSC/switch busy TSC/')
+      if [ -n "$cpu_state" ]; then
+        declare -A cr=() cc=() cq=()
+        for c in near far mixed; do
+          [ -n "${class_rates[$i.a.$c]:-}" ] && cr[a.$c]=${class_rates[$i.a.$c]}
+          [ -n "${class_rates[$i.b.$c]:-}" ] && cr[b.$c]=${class_rates[$i.b.$c]}
+          [ -n "${class_cycles[$i.a.$c]:-}" ] && cc[a.$c]=${class_cycles[$i.a.$c]}
+          [ -n "${class_cycles[$i.b.$c]:-}" ] && cc[b.$c]=${class_cycles[$i.b.$c]}
+          [ -n "${class_ratios[$i.$c]:-}" ] && cq[$c]=${class_ratios[$i.$c]}
+        done
+        mapfile -t -O "${#lines[@]}" lines < <(class_lines ovs-dpdk "${labels[$((i - 1))]}" cr cc cq |
+          sed 's/host cycles/switch cycles\/packet/')
+      fi
+      printf '%s\n' "${lines[@]}"
+      results+=("${lines[@]}")
+    done
+  done
+done
+
+[ "$table" = none ] || write_table "$table" \
+  "$(date -u +%Y-%m-%d) $(nproc) CPUs, $rounds rounds x ${seconds}s per switch, $(dpdk_version), $(ovs-vswitchd --version | head -1 | awk '{print "OVS " $NF}'), load average $load_before -> $(load)" \
+  "${results[@]}"

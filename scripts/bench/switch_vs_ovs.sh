@@ -30,7 +30,9 @@
 # see pvp_interleaved.sh), sampled with the guest and the switch under test frozen, and the
 # results per class. --table: the block of docs/benchmarks.md to rewrite (default
 # switch-vs-ovs; none: print only). Needs root and a build; raises the 2 MiB hugepages to what
-# the switches and the guest take. VQS_BENCH_KEEP=1 keeps the run directory (every log).
+# the switches and the guest take. VQS_BENCH_KEEP=1 keeps the run directory (every log);
+# VQS_BENCH_PERF=1 records each period with `perf record -C 0,1` into it (perf.SCENARIO.SIZE.
+# SWITCH.N.data; `perf report --sort cpu,comm,sym`), instead of sampling the placement.
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -245,7 +247,10 @@ period() {
   [ "$i" -eq 0 ] && appctl dpif-netdev/pmd-stats-clear >/dev/null
   read -r c0 p0 < <(switch_counters "$i")
   guest "show port stats all"  # starts the rate's interval
-  if [ -n "$cpu_state" ]; then
+  if [ -n "${VQS_BENCH_PERF:-}" ]; then
+    perf record -q -C 0,1 -o "$run/perf.$scenario.$size.${names[$i]}.$(date +%H%M%S).data" \
+      -- sleep "$seconds" >/dev/null 2>&1
+  elif [ -n "$cpu_state" ]; then
     class=$(line_crossings "$seconds" "$cpu_state" "$guest_pid" "${sw_pids[$i]}" | crossing_class)
   else
     sleep "$seconds"

@@ -20,15 +20,20 @@
 #   guest-rx  net_null (generating) -> switch -> guest rxonly; guest Rx-pps
 #   vm2vm     two guest ports on the bridge, each sending to the other (flowgen, one flow) and
 #             receiving; guest Rx-pps of both
+#   noisy     a noisy neighbour (build/scripts/bench/vqs-noisy-guest): one guest port floods
+#             --size frames to net_null while a second sends a 64-byte probe every 20 us to a
+#             third, all on the switch's one lcore; the flooder's Tx-pps, and the probes' one-way
+#             latency (p50, p99, p99.9, medians of the periods) and loss
 #
 #   scripts/bench/switch_vs_ovs.sh [--scenarios "pvp guest-tx guest-rx vm2vm"] [--sizes "64 1500"]
 #       [--rounds N] [--seconds S] [--variant LABEL 'YAML'] ... [--cpu-state] [--table NAME]
+#       [--queue-size N]
 #
 # --variant LABEL 'YAML': a vqswitch whose every port mapping has YAML added (flow style, e.g.
 # 'weight: {packets: 32}'); repeat for several (a sweep); without any, one vqswitch with the
 # defaults, labelled "vqswitch". --cpu-state: each period's placement class (near, far, mixed;
 # see pvp_interleaved.sh), sampled with the guest and the switch under test frozen, and the
-# results per class. --table: the block of docs/benchmarks.md to rewrite (default
+# results per class. --queue-size: the guests' virtio ring size (1024). --table: the block of docs/benchmarks.md to rewrite (default
 # switch-vs-ovs; none: print only). Needs root and a build; raises the 2 MiB hugepages to what
 # the switches and the guest take. VQS_BENCH_KEEP=1 keeps the run directory (every log);
 # VQS_BENCH_PERF=1 records each period with `perf record -C 0,1` into it (perf.SCENARIO.SIZE.
@@ -38,6 +43,7 @@ set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$top/scripts/bench/common.sh"
 scenarios="pvp guest-tx guest-rx vm2vm"
+queue_size=1024
 sizes="64 1500"
 rounds=10
 seconds=3
@@ -53,13 +59,19 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; shift 2 ;;
     --variant) labels+=("$2"); extras+=("$3"); shift 3 ;;
     --table) table=$2; shift 2 ;;
+    --queue-size) queue_size=$2; shift 2 ;;
     --cpu-state) cpu_state=$top/build/scripts/bench/vqs-cpu-share; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
 [ ${#labels[@]} -gt 0 ] || { labels=(vqswitch); extras=(""); }
 for s in $scenarios; do
-  case "$s" in pvp | guest-tx | guest-rx | vm2vm) ;; *) echo "scenario $s?" >&2; exit 2 ;; esac
+  case "$s" in
+    pvp | guest-tx | guest-rx | vm2vm) ;;
+    noisy) [ -x "$top/build/scripts/bench/vqs-noisy-guest" ] ||
+      { echo "build first: vqs-noisy-guest" >&2; exit 1; } ;;
+    *) echo "scenario $s?" >&2; exit 2 ;;
+  esac
 done
 vqswitch=$top/build/app/vqswitch/vqswitch
 ovs_vswitchd=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
@@ -129,6 +141,14 @@ start_ovs() {
   if [ "$scenario" = vm2vm ]; then
     vsctl add-port br0 vm0 -- set Interface vm0 type=dpdkvhostuser
     vsctl add-port br0 vm1 -- set Interface vm1 type=dpdkvhostuser
+  elif [ "$scenario" = noisy ]; then
+    for v in vm0 vm1 vm2; do vsctl add-port br0 $v -- set Interface $v type=dpdkvhostuser; done
+    vsctl add-port br0 nic0 -- set Interface nic0 type=dpdk "options:dpdk-devargs=net_null0,no-rx=1"
+    ovs-ofctl del-flows br0
+    ovs-ofctl add-flow br0 in_port=vm0,actions=output:nic0
+    ovs-ofctl add-flow br0 in_port=nic0,actions=output:vm0
+    ovs-ofctl add-flow br0 in_port=vm1,actions=output:vm2
+    ovs-ofctl add-flow br0 in_port=vm2,actions=output:vm1
   else
     null="net_null0,size=$size"
     [ "$scenario" = guest-tx ] && null="net_null0,no-rx=1"
@@ -140,7 +160,10 @@ start_ovs() {
   fi
   sw_pids+=("$(cat "$OVS_RUNDIR/ovs-vswitchd.pid")")
   sockets+=("$OVS_RUNDIR/vm0")
-  [ "$scenario" = vm2vm ] && sockets+=("$OVS_RUNDIR/vm1")
+  case "$scenario" in
+    vm2vm) sockets+=("$OVS_RUNDIR/vm1") ;;
+    noisy) sockets+=("$OVS_RUNDIR/vm1" "$OVS_RUNDIR/vm2") ;;
+  esac
   return 0
 }
 
@@ -150,7 +173,7 @@ start_vqswitch() {
   local port_extra=""
   [ -n "$extra" ] && port_extra=", $extra"
   null="net_null0,size=$size"
-  [ "$scenario" = guest-tx ] && null="net_null0,no-rx=1"
+  case "$scenario" in guest-tx | noisy) null="net_null0,no-rx=1" ;; esac
   {
     echo "version: 1"
     echo "eal: {cores: \"0-1\", main_lcore: 0, memory_mb: $kSwitchMb, file_prefix: $tag-vqs$i,"
@@ -162,6 +185,12 @@ start_vqswitch() {
       echo "  - {name: vm1, type: vhost, socket: $run/vqs$i-vm1.sock$port_extra}"
       echo "lcores: [{lcore: 1, rx: auto}]"
       echo "forwarding: {mode: bridge}"
+    elif [ "$scenario" = noisy ]; then
+      echo "  - {name: vm1, type: vhost, socket: $run/vqs$i-vm1.sock$port_extra}"
+      echo "  - {name: vm2, type: vhost, socket: $run/vqs$i-vm2.sock$port_extra}"
+      echo "  - {name: nic0, type: ethdev, device: \"$null\"$port_extra}"
+      echo "lcores: [{lcore: 1, rx: auto}]"
+      echo "forwarding: {mode: xconnect, pairs: [[vm0, nic0], [vm1, vm2]]}"
     else
       echo "  - {name: nic0, type: ethdev, device: \"$null\"$port_extra}"
       echo "lcores: [{lcore: 1, rx: auto}]"
@@ -174,24 +203,29 @@ start_vqswitch() {
   pids+=($!)
   sw_pids+=($!)
   sockets+=("$run/vqs$i-vm0.sock")
-  [ "$scenario" = vm2vm ] && sockets+=("$run/vqs$i-vm1.sock")
+  case "$scenario" in
+    vm2vm) sockets+=("$run/vqs$i-vm1.sock") ;;
+    noisy) sockets+=("$run/vqs$i-vm1.sock" "$run/vqs$i-vm2.sock") ;;
+  esac
   return 0
 }
 
 # start_guest SCENARIO SIZE SOCKET...: the guest testpmd, interactive, reading from a fifo.
 start_guest() {
-  local scenario=$1 size=$2 vdevs=() peers=() fwd=() k=0 s
+  local scenario=$1 size=$2 vdevs=() peers=() fwd=() k=0 s prog=(dpdk-testpmd) testpmd_args=()
   shift 2
   for s in "$@"; do
     for _ in $(seq 100); do [ -S "$s" ] && break; sleep 0.1; done
     [ -S "$s" ] || { echo "no socket $s; see $run" >&2; exit 1; }
-    vdevs+=(--vdev "net_virtio_user$k,path=$s,queue_size=1024,mrg_rxbuf=1,in_order=0,mac=$(mac_of $k)")
+    vdevs+=(--vdev "net_virtio_user$k,path=$s,queue_size=$queue_size,mrg_rxbuf=1,in_order=0,mac=$(mac_of $k)")
     # vm2vm: ports 2j and 2j+1 (one switch's pair) send to each other.
     peers+=("--eth-peer=$k,$(mac_of $((k ^ 1)))")
     k=$((k + 1))
   done
   [ "$size" -gt 1800 ] && fwd+=("--mbuf-size=$((size + 256))")
+  testpmd_args=(-i --port-topology=loop --nb-cores=1)
   case "$scenario" in
+    noisy) prog=("$top/build/scripts/bench/vqs-noisy-guest"); testpmd_args=(); fwd=(--size "$size") ;;
     pvp) fwd+=(--forward-mode=macswap) ;;
     guest-tx) fwd+=(--forward-mode=txonly "--txpkts=$size") ;;
     guest-rx) fwd+=(--forward-mode=rxonly) ;;
@@ -199,9 +233,9 @@ start_guest() {
   esac
   rm -f "$run/guest.in"
   mkfifo "$run/guest.in"
-  stdbuf -oL dpdk-testpmd -l 0,1 --main-lcore 1 --file-prefix "$tag-guest" -m $kGuestMb --no-pci \
-    --single-file-segments "${vdevs[@]}" --log-level "*:warning" -- -i --port-topology=loop \
-    --nb-cores=1 "${fwd[@]}" <"$run/guest.in" >"$run/guest.log" 2>&1 &
+  stdbuf -oL "${prog[@]}" -l 0,1 --main-lcore 1 --file-prefix "$tag-guest" -m $kGuestMb --no-pci \
+    --single-file-segments "${vdevs[@]}" --log-level "*:warning" -- "${testpmd_args[@]}" \
+    "${fwd[@]}" <"$run/guest.in" >"$run/guest.log" 2>&1 &
   pids+=($!)
   guest_pid=$!
   exec {fd_guest}>"$run/guest.in"
@@ -236,9 +270,9 @@ else:
 }
 
 # period INDEX SCENARIO GUEST_PORTS: forward through switch INDEX for one period; prints
-# "Mpps cycles/packet class".
+# "Mpps cycles/packet class probe" (probe: noisy's "p50/p99/p999/lost/sent" in ns, else -).
 period() {
-  local i=$1 scenario=$2 ports=$3 key=Tx-pps at rate c0 p0 c1 p1 class=none
+  local i=$1 scenario=$2 ports=$3 key=Tx-pps at rate c0 p0 c1 p1 class=none probe
   case "$scenario" in guest-rx | vm2vm) key=Rx-pps ;; esac
   kill -CONT "${sw_pids[$i]}"
   guest "set portlist $ports"
@@ -264,35 +298,56 @@ period() {
   kill -STOP "${sw_pids[$i]}"
   rate=$(tail -c +$((at + 1)) "$run/guest.log" | grep -a -oE "$key: +[0-9]+" |
     awk '{s += $2} END {printf "%.3f", s / 1e6}')
-  awk -v r="$rate" -v c0="$c0" -v c1="$c1" -v p0="$p0" -v p1="$p1" -v k="$class" \
-    'BEGIN {printf "%s %.0f %s\n", r, (p1 > p0) ? (c1 - c0) / (p1 - p0) : 0, k}'
+  probe=$(tail -c +$((at + 1)) "$run/guest.log" | grep -a "Probe-latency-ns:" | tail -1 |
+    awk '{print $3 "/" $5 "/" $7 "/" $11 "/" $13}' || true)
+  awk -v r="$rate" -v c0="$c0" -v c1="$c1" -v p0="$p0" -v p1="$p1" -v k="$class" -v q="${probe:--}" \
+    'BEGIN {printf "%s %.0f %s %s\n", r, (p1 > p0) ? (c1 - c0) / (p1 - p0) : 0, k, q}'
 }
+
+# probe_summary "p50/p99/p999/lost/sent ...": the medians of the periods' percentiles (us) and the
+# loss summed over them.
+probe_summary() {
+  echo "$1" | tr ' ' '\n' | sed '/^$/d' | awk -F/ '
+    {p50[NR] = $1; p99[NR] = $2; p999[NR] = $3; lost += $4; sent += $5}
+    function med(a, n,   i, j, t) {
+      for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j > 0 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+      return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    END {printf "p50 %.1f us, p99 %.1f us, p99.9 %.1f us (medians of %d periods), lost %d of %d\n",
+      med(p50, NR) / 1000, med(p99, NR) / 1000, med(p999, NR) / 1000, NR, lost, sent}'
+}
+
+# p99_us "p50/p99/p999/lost/sent ...": the median of the periods' p99 in us.
+p99_us() { echo "$1" | tr ' ' '\n' | sed '/^$/d' | awk -F/ '{printf "%.2f\n", $2 / 1000}' | median; }
 
 load_before=$(load)
 results=()
+data=()
 for scenario in $scenarios; do
   for size in $sizes; do
     per_switch=1
     [ "$scenario" = vm2vm ] && per_switch=2
+    [ "$scenario" = noisy ] && per_switch=3
     sockets=() sw_pids=()
     start_ovs "$scenario" "$size"
     for i in $(seq ${#labels[@]}); do start_vqswitch "$i" "$scenario" "$size"; done
     start_guest "$scenario" "$size" "${sockets[@]}"
     for p in "${sw_pids[@]}"; do kill -STOP "$p"; done
-    declare -A rates=() cycles=() class_rates=() class_cycles=() class_ratios=() round_class=()
+    declare -A rates=() cycles=() probes=() class_rates=() class_cycles=() class_ratios=() round_class=()
     for r in $(seq "$rounds"); do
       order=$(seq 0 ${#labels[@]})
       [ $((r % 2)) -eq 0 ] && order=$(echo "$order" | tac)
       declare -A this=() this_class=() this_cycles=()
       for i in $order; do
         ports=$(seq -s, $((i * per_switch)) $((i * per_switch + per_switch - 1)))
-        read -r rate cyc class < <(period "$i" "$scenario" "$ports")
+        read -r rate cyc class probe < <(period "$i" "$scenario" "$ports")
+        probes[$i]+=" $probe"
         rates[$i]+=" $rate"
         cycles[$i]+=" $cyc"
         this[$i]=$rate
         this_class[$i]=$class
         this_cycles[$i]=$cyc
-        echo "  $scenario ${size}B round $r: ${names[$i]} $rate Mpps, $cyc cycles/packet ($class, load $(load))" >&2
+        echo "  $scenario ${size}B round $r: ${names[$i]} $rate Mpps, $cyc cycles/packet ($class, load $(load))${probe#-}" >&2
       done
       for i in $(seq ${#labels[@]}); do
         ratio=$(awk -v a="${this[$i]}" -v b="${this[0]}" 'BEGIN {printf "%.3f", (b > 0) ? a / b : 0}')
@@ -323,12 +378,40 @@ for scenario in $scenarios; do
         mapfile -t -O "${#lines[@]}" lines < <(class_lines ovs-dpdk "${labels[$((i - 1))]}" cr cc cq |
           sed 's/host cycles/switch cycles\/packet/')
       fi
+      if [ "$scenario" = noisy ]; then
+        for k in 0 "$i"; do
+          lines+=("$(printf '%17s probe latency %-9s %s' "" "${names[$k]}:" "$(probe_summary "${probes[$k]}")")")
+        done
+      fi
       printf '%s\n' "${lines[@]}"
       results+=("${lines[@]}")
+      # The plot's data: per class (all, then each seen), medians of rates, ratios and cycles.
+      for c in all near far mixed; do
+        if [ $c = all ]; then
+          b=${rates[0]} a=${rates[$i]} q=${rates[ratio.$i]} bc=${cycles[0]} ac=${cycles[$i]}
+        else
+          b=${class_rates[$i.b.$c]:-} a=${class_rates[$i.a.$c]:-} q=${class_ratios[$i.$c]:-}
+          bc=${class_cycles[$i.b.$c]:-} ac=${class_cycles[$i.a.$c]:-}
+        fi
+        [ -n "${q// /}" ] || continue
+        p99=(- -)
+        [ "$scenario" = noisy ] && [ $c = all ] &&
+          p99=("$(p99_us "${probes[0]}")" "$(p99_us "${probes[$i]}")")
+        data+=("$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$scenario" "$size" \
+          "${labels[$((i - 1))]}" $c "$(echo "$b" | median)" "$(echo "$a" | median)" \
+          "$(echo "$q" | median)" "$(echo "$bc" | median)" "$(echo "$ac" | median)" \
+          "$(echo "$q" | wc -w)" "${p99[0]}" "${p99[1]}")")
+      done
     done
   done
 done
 
+if [ "$table" != none ]; then
+  mkdir -p "$top/docs/data"
+  { printf 'scenario\tsize\tvariant\tclass\tovs_mpps\tvqs_mpps\tratio\tovs_cycles\tvqs_cycles\tpairs\tovs_probe_p99_us\tvqs_probe_p99_us\n'
+    printf '%s\n' "${data[@]}"; } >"$top/docs/data/$table.tsv"
+  "$top/scripts/bench/plot.sh" "$table" || echo "no plot (gnuplot?)" >&2
+fi
 [ "$table" = none ] || write_table "$table" \
   "$(date -u +%Y-%m-%d) $(nproc) CPUs, $rounds rounds x ${seconds}s per switch, $(dpdk_version), $(ovs-vswitchd --version | head -1 | awk '{print "OVS " $NF}'), load average $load_before -> $(load)" \
   "${results[@]}"

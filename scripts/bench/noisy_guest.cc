@@ -1,0 +1,266 @@
+// The guests of the noisy-neighbour benchmark (switch_vs_ovs.sh --scenarios noisy): on one
+// forwarding lcore of the switch, a flooder's queue and a probe stream's queue compete, and the
+// probe's one-way latency through the switch shows how long the flooder's visits keep the lcore.
+//
+//   vqs-noisy-guest EAL-ARGS -- [--size BYTES] [--probe-us US]
+//
+// One worker lcore drives three ports of the active set: the first floods --size frames (64 B)
+// as fast as its ring takes them, the second sends a 64-byte probe every --probe-us (20)
+// microseconds carrying its sequence number and the TSC at sending, the third receives the
+// probes (the switch forwards the second port to the third) and records each one's latency:
+// TSC at reception minus TSC at sending (one process, one CPU: one clock). Reads testpmd's
+// commands that switch_vs_ovs.sh sends from stdin ("set portlist A,B,C", "start", "stop",
+// "show port stats all", "quit") and answers "show port stats all" with, since the previous
+// one: the flooder's Tx-pps, the probe's Rx-pps, and a line
+//   "Probe-latency-ns: p50 N p99 N p999 N max N lost N of N"
+// (of N: the probes numbered between the highest received then and now, so probes still in
+// flight at the end of the interval are not lost).
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+constexpr uint16_t kBurst = 32;
+constexpr uint32_t kProbeLen = 64;
+constexpr uint32_t kProbeMagic = 0x76717370;  // "vqsp"
+// Latencies kept between two reports: 2^20 probes, 21 s at the default 50k probes/s.
+constexpr uint32_t kLatencyCapacity = 1u << 20;
+
+struct ActiveSet {
+  uint16_t flood = RTE_MAX_ETHPORTS;  // RTE_MAX_ETHPORTS: stopped
+  uint16_t probe_tx = RTE_MAX_ETHPORTS;
+  uint16_t probe_rx = RTE_MAX_ETHPORTS;
+};
+
+struct ProbePayload {
+  uint32_t magic;
+  uint32_t seq;
+  uint64_t sent_tsc;
+};
+
+std::atomic<bool> g_stop{false};
+// The worker picks up a new set when the generation changes.
+std::atomic<uint32_t> g_generation{0};
+ActiveSet g_set_shared;  // written by the main lcore before the generation moves
+std::atomic<uint64_t> g_flood_sent{0};
+std::atomic<uint64_t> g_probes_received{0};
+// Probes are numbered: the loss over an interval is how far the highest number received moved,
+// less what arrived, so probes still in flight at its end are not counted lost.
+std::atomic<uint64_t> g_highest_seq{0};
+std::vector<uint32_t> g_latency_ns(kLatencyCapacity);
+std::atomic<uint64_t> g_latency_count{0};  // released after each entry is written
+
+void build_frame(rte_mbuf* m, uint32_t size, uint16_t ether_type) {
+  auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+  eth->dst_addr = rte_ether_addr{{0x02, 0, 0, 0, 0, 0x02}};
+  eth->src_addr = rte_ether_addr{{0x02, 0, 0, 0, 0, 0x01}};
+  eth->ether_type = rte_cpu_to_be_16(ether_type);
+  m->data_len = static_cast<uint16_t>(size);
+  m->pkt_len = size;
+}
+
+struct Worker {
+  rte_mempool* pool;
+  uint32_t size;
+  uint64_t probe_interval_cycles;
+};
+
+int worker_loop(void* arg) {
+  const Worker& w = *static_cast<const Worker*>(arg);
+  const uint64_t ns_per_cycle_q32 = (uint64_t{1000000000} << 32) / rte_get_tsc_hz();
+  uint32_t generation = g_generation.load(std::memory_order_acquire);
+  ActiveSet set = g_set_shared;
+  uint32_t seq = 0;
+  uint64_t next_probe = rte_rdtsc();
+  rte_mbuf* pkts[kBurst];
+  while (!g_stop.load(std::memory_order_relaxed)) {
+    const uint32_t g = g_generation.load(std::memory_order_acquire);
+    if (g != generation) {
+      generation = g;
+      set = g_set_shared;
+    }
+    if (set.flood == RTE_MAX_ETHPORTS) continue;
+    // The flood: whatever its ring takes.
+    if (rte_pktmbuf_alloc_bulk(w.pool, pkts, kBurst) == 0) {
+      for (uint16_t i = 0; i < kBurst; ++i) build_frame(pkts[i], w.size, RTE_ETHER_TYPE_IPV4);
+      const uint16_t sent = rte_eth_tx_burst(set.flood, 0, pkts, kBurst);
+      if (sent < kBurst) rte_pktmbuf_free_bulk(pkts + sent, kBurst - sent);
+      g_flood_sent.fetch_add(sent, std::memory_order_relaxed);
+    }
+    // The probe: one frame when due.
+    uint64_t now = rte_rdtsc();
+    if (now >= next_probe) {
+      next_probe = now + w.probe_interval_cycles;
+      rte_mbuf* m = rte_pktmbuf_alloc(w.pool);
+      if (m != nullptr) {
+        build_frame(m, kProbeLen, 0x88b5);  // IEEE local experimental
+        auto* p = rte_pktmbuf_mtod_offset(m, ProbePayload*, sizeof(rte_ether_hdr));
+        p->magic = kProbeMagic;
+        p->seq = seq;  // numbered only once the ring took it: a refused probe is not lost
+        p->sent_tsc = rte_rdtsc();
+        if (rte_eth_tx_burst(set.probe_tx, 0, &m, 1) == 1) {
+          ++seq;
+        } else {
+          rte_pktmbuf_free(m);
+        }
+      }
+    }
+    // Probes that came through.
+    const uint16_t n = rte_eth_rx_burst(set.probe_rx, 0, pkts, kBurst);
+    if (n == 0) continue;
+    now = rte_rdtsc();
+    uint64_t count = g_latency_count.load(std::memory_order_relaxed);
+    uint64_t highest = g_highest_seq.load(std::memory_order_relaxed);
+    for (uint16_t i = 0; i < n; ++i) {
+      const auto* p = rte_pktmbuf_mtod_offset(pkts[i], const ProbePayload*, sizeof(rte_ether_hdr));
+      if (rte_pktmbuf_data_len(pkts[i]) >= sizeof(rte_ether_hdr) + sizeof(ProbePayload) &&
+          p->magic == kProbeMagic && now >= p->sent_tsc) {
+        const uint64_t ns = ((now - p->sent_tsc) * ns_per_cycle_q32) >> 32;
+        g_latency_ns[count % kLatencyCapacity] = static_cast<uint32_t>(std::min<uint64_t>(ns, UINT32_MAX));
+        ++count;
+        highest = std::max<uint64_t>(highest, p->seq + uint64_t{1});
+      }
+    }
+    g_latency_count.store(count, std::memory_order_release);
+    g_highest_seq.store(highest, std::memory_order_relaxed);
+    g_probes_received.fetch_add(n, std::memory_order_relaxed);
+    rte_pktmbuf_free_bulk(pkts, n);
+  }
+  return 0;
+}
+
+// "show port stats all": rates and the latency distribution since the previous call.
+void report(uint64_t* last_tsc, uint64_t* last_flood, uint64_t* last_highest,
+            uint64_t* last_received, uint64_t* last_count) {
+  const uint64_t now = rte_get_tsc_cycles();
+  const uint64_t flood = g_flood_sent.load();
+  const uint64_t highest = g_highest_seq.load();
+  const uint64_t received = g_probes_received.load();
+  const uint64_t count = g_latency_count.load(std::memory_order_acquire);
+  const double seconds =
+      *last_tsc == 0 ? 0 : static_cast<double>(now - *last_tsc) / static_cast<double>(rte_get_tsc_hz());
+  auto pps = [&](uint64_t d) { return seconds > 0 ? static_cast<unsigned long>(d / seconds) : 0UL; };
+  std::printf("  Tx-pps: %12lu\n  Rx-pps: %12lu\n", pps(flood - *last_flood),
+              pps(received - *last_received));
+  std::vector<uint32_t> lat;
+  const uint64_t first = std::max(*last_count, count > kLatencyCapacity ? count - kLatencyCapacity : 0);
+  lat.reserve(count - first);
+  for (uint64_t i = first; i < count; ++i) lat.push_back(g_latency_ns[i % kLatencyCapacity]);
+  std::sort(lat.begin(), lat.end());
+  auto at = [&](double q) {
+    return lat.empty() ? 0UL : static_cast<unsigned long>(lat[static_cast<size_t>(q * (lat.size() - 1))]);
+  };
+  const uint64_t sent_d = highest - *last_highest;  // numbered within the interval
+  const uint64_t received_d = received - *last_received;
+  std::printf("  Probe-latency-ns: p50 %lu p99 %lu p999 %lu max %lu lost %lu of %lu\n", at(0.5),
+              at(0.99), at(0.999), lat.empty() ? 0UL : static_cast<unsigned long>(lat.back()),
+              static_cast<unsigned long>(sent_d > received_d ? sent_d - received_d : 0),
+              static_cast<unsigned long>(sent_d));
+  *last_tsc = now;
+  *last_flood = flood;
+  *last_highest = highest;
+  *last_received = received;
+  *last_count = count;
+}
+
+void run_commands() {
+  ActiveSet selected;
+  uint64_t last_tsc = 0, last_flood = 0, last_highest = 0, last_received = 0, last_count = 0;
+  char line[256];
+  std::printf("testpmd> ");
+  std::fflush(stdout);
+  while (!g_stop.load() && std::fgets(line, sizeof(line), stdin) != nullptr) {
+    unsigned a, b, c;
+    if (std::sscanf(line, "set portlist %u,%u,%u", &a, &b, &c) == 3 && a < RTE_MAX_ETHPORTS &&
+        b < RTE_MAX_ETHPORTS && c < RTE_MAX_ETHPORTS) {
+      selected = {static_cast<uint16_t>(a), static_cast<uint16_t>(b), static_cast<uint16_t>(c)};
+    } else if (std::strncmp(line, "start", 5) == 0) {
+      g_set_shared = selected;
+      g_generation.fetch_add(1, std::memory_order_release);
+    } else if (std::strncmp(line, "stop", 4) == 0) {
+      g_set_shared = ActiveSet{};
+      g_generation.fetch_add(1, std::memory_order_release);
+    } else if (std::strncmp(line, "show port stats all", 19) == 0) {
+      report(&last_tsc, &last_flood, &last_highest, &last_received, &last_count);
+    } else if (std::strncmp(line, "quit", 4) == 0) {
+      break;
+    }
+    std::printf("testpmd> ");
+    std::fflush(stdout);
+  }
+  g_stop.store(true);
+}
+
+bool start_port(uint16_t port, rte_mempool* pool) {
+  rte_eth_conf conf{};
+  return rte_eth_dev_configure(port, 1, 1, &conf) == 0 &&
+         rte_eth_rx_queue_setup(port, 0, 0, rte_eth_dev_socket_id(port), nullptr, pool) == 0 &&
+         rte_eth_tx_queue_setup(port, 0, 0, rte_eth_dev_socket_id(port), nullptr) == 0 &&
+         rte_eth_dev_start(port) == 0;
+}
+
+void on_signal(int) { g_stop.store(true); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int eal_args = rte_eal_init(argc, argv);
+  if (eal_args < 0) {
+    std::fprintf(stderr, "vqs-noisy-guest: EAL init failed\n");
+    return 1;
+  }
+  argc -= eal_args;
+  argv += eal_args;
+  uint32_t size = 64;
+  uint32_t probe_us = 20;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--size") == 0) size = static_cast<uint32_t>(std::atoi(argv[++i]));
+    else if (std::strcmp(argv[i], "--probe-us") == 0)
+      probe_us = static_cast<uint32_t>(std::atoi(argv[++i]));
+  }
+  if (size < 60 || size > 1518 || probe_us == 0) {
+    std::fprintf(stderr, "usage: vqs-noisy-guest EAL-ARGS -- [--size 60..1518] [--probe-us US]\n");
+    return 2;
+  }
+  const unsigned worker = rte_get_next_lcore(-1, 1, 0);
+  if (rte_eth_dev_count_avail() < 3 || worker >= RTE_MAX_LCORE) {
+    std::fprintf(stderr, "vqs-noisy-guest: needs three --vdev ports and a worker lcore\n");
+    return 2;
+  }
+  rte_mempool* pool = rte_pktmbuf_pool_create("noisy", 32767, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                              static_cast<int>(rte_socket_id()));
+  if (pool == nullptr) {
+    std::fprintf(stderr, "vqs-noisy-guest: no mbuf pool\n");
+    return 1;
+  }
+  uint16_t port;
+  RTE_ETH_FOREACH_DEV(port) {
+    if (!start_port(port, pool)) {
+      std::fprintf(stderr, "vqs-noisy-guest: port %u setup failed\n", port);
+      return 1;
+    }
+  }
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  Worker w{pool, size, rte_get_tsc_hz() * probe_us / 1000000};
+  rte_eal_remote_launch(worker_loop, &w, worker);
+  run_commands();
+  rte_eal_wait_lcore(worker);
+  RTE_ETH_FOREACH_DEV(port) {
+    rte_eth_dev_stop(port);
+    rte_eth_dev_close(port);
+  }
+  rte_eal_cleanup();
+  return 0;
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Renders docs/data/TABLE.tsv (written by switch_vs_ovs.sh) as docs/img/TABLE.png: for each
+# scenario and frame size, the ratio of vqswitch's rate to OVS-DPDK's against the variant (a
+# sweep's values, in the order run), one line over all periods (solid) and one per CPU
+# placement class seen (near dashed, far dotted), with parity marked.
+#
+#   scripts/bench/plot.sh TABLE
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+table=${1:?usage: plot.sh TABLE}
+tsv=$top/docs/data/$table.tsv
+png=$top/docs/img/$table.png
+[ -f "$tsv" ] || { echo "no $tsv" >&2; exit 1; }
+command -v gnuplot >/dev/null ||
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnuplot-nox >/dev/null
+mkdir -p "$(dirname "$png")"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# One gnuplot data block per (scenario, size, class), blocks separated by two blank lines; each
+# row: variant position, ratio, variant label.
+awk -F'\t' -v dir="$work" 'NR > 1 && $4 != "mixed" {
+    if (!($3 in pos)) { pos[$3] = n++; label[pos[$3]] = $3 }
+    key = $1 " " $2 "B " $4
+    if (!(key in seen)) { seen[key] = 1; keys[k++] = key }
+    rows[key] = rows[key] pos[$3] "\t" $7 "\t" $3 "\n"
+  }
+  END {
+    for (i = 0; i < k; i++) {
+      printf "%s", rows[keys[i]] > (dir "/data")
+      printf "\n\n" > (dir "/data")
+      print keys[i] > (dir "/titles")
+    }
+    for (i = 0; i < n; i++) print i "\t" label[i] > (dir "/labels")
+  }' "$tsv"
+
+{
+  echo "set terminal pngcairo size 1000,600 font 'sans,10'"
+  echo "set output '$png'"
+  echo "set title 'vqswitch / OVS-DPDK, guest-side rate ($table, $(head -c 10 <<<"$(date -u -r "$tsv" +%F)"))'"
+  echo "set ylabel 'ratio (median of rounds)'"
+  echo "set xlabel 'variant'"
+  echo "set grid ytics"
+  echo "set key outside right"
+  echo "set yrange [0:*]"
+  printf "set xtics ("
+  awk -F'\t' '{printf "%s\"%s\" %s", (NR > 1) ? ", " : "", $2, $1}' "$work/labels"
+  echo ")"
+  echo "set xrange [-0.5:$(($(wc -l <"$work/labels") - 1)).5]"
+  printf "plot 1 with lines lc rgb 'black' dt 2 title 'parity'"
+  i=0
+  declare -A color=()
+  while read -r title; do
+    series=${title% *}
+    [ -n "${color[$series]:-}" ] || color[$series]=$((${#color[@]} + 1))
+    case "$title" in
+      *" all") dt=1 ;;
+      *" near") dt=2 ;;
+      *) dt=3 ;;
+    esac
+    printf ", '%s' index %d using 1:2 with linespoints lc %d dt %d lw 2 title '%s'" \
+      "$work/data" "$i" "${color[$series]}" "$dt" "$title"
+    i=$((i + 1))
+  done <"$work/titles"
+  echo
+} >"$work/plot.gp"
+gnuplot "$work/plot.gp"
+echo "plot: $png"
+
+# The noisy neighbour's probe: p99 latency against the variant, vqswitch's and OVS-DPDK's.
+awk -F'\t' 'NR > 1 && $11 != "-" && $11 != "" {found = 1} END {exit !found}' "$tsv" || exit 0
+latency_png=${png%.png}-latency.png
+awk -F'\t' 'NR > 1 && $11 != "-" && $11 != "" && $4 == "all" {
+    if (!($3 in pos)) pos[$3] = n++
+    print pos[$3] "\t" $11 "\t" $12 "\t" $3
+  }' "$tsv" >"$work/latency"
+{
+  echo "set terminal pngcairo size 1000,600 font 'sans,10'"
+  echo "set output '$latency_png'"
+  echo "set title 'Probe one-way latency beside a flooding neighbour, p99 ($table)'"
+  echo "set ylabel 'p99 latency (us), median of periods'"
+  echo "set xlabel 'variant'"
+  echo "set grid ytics"
+  echo "set key outside right"
+  echo "set yrange [0:*]"
+  echo "set xrange [-0.5:$(($(wc -l <"$work/latency") - 1)).5]"
+  echo "plot '$work/latency' using 1:3:xticlabels(4) with linespoints lw 2 title 'vqswitch', \\"
+  echo "     '$work/latency' using 1:2 with linespoints lw 2 dt 2 title 'OVS-DPDK (same period)'"
+} >"$work/latency.gp"
+gnuplot "$work/latency.gp"
+echo "plot: $latency_png"

@@ -146,7 +146,6 @@ bool EthdevPort::start(uint16_t tx_queues, uint16_t burst, bool rx_interrupts, r
     *error = dpdk_error("rte_eth_dev_adjust_nb_rx_tx_desc", rc);
     return false;
   }
-  rx_descriptors_ = rx_desc;
   const int socket = rte_eth_dev_socket_id(port_id_);
   rte_eth_rxconf rxconf = info.default_rxconf;
   // Refill before the ring runs dry: min(burst, ring) / 2 unless configured — but never below

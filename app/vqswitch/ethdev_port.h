@@ -54,7 +54,6 @@ class EthdevPort final : public Port {
   uint16_t rx_queue_count() const override { return config_.queues; }
   uint16_t tx_queue_count() const override { return tx_queues_; }
   bool link_up() const override;
-  uint16_t rx_ring_size(uint16_t) const override { return rx_descriptors_; }
   BurstResult rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t max_packets,
                        uint32_t max_bytes) override;
   uint16_t tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count) override {
@@ -80,7 +79,6 @@ class EthdevPort final : public Port {
   const PortConfig config_;
   uint16_t port_id_ = RTE_MAX_ETHPORTS;
   uint16_t tx_queues_ = 0;
-  uint16_t rx_descriptors_ = 0;
   bool rx_interrupts_ = false;
   uint64_t tx_offloads_ = 0;  // enabled on the device (checksums, TSO, multi-segment)
   rte_device* device_ = nullptr;

@@ -43,9 +43,6 @@ class GuestPort final : public Port, private VhostDevice::Listener {
   uint16_t rx_queue_count() const override { return device_->queue_pairs(); }
   uint16_t tx_queue_count() const override { return device_->queue_pairs(); }
   bool link_up() const override { return device_->link_up(); }
-  uint16_t rx_ring_size(uint16_t queue) const override {
-    return device_->ring_size(static_cast<uint16_t>(2 * queue + 1));
-  }
   BurstResult rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t max_packets,
                        uint32_t max_bytes) override;
   uint16_t tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count) override;

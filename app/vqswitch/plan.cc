@@ -198,8 +198,7 @@ std::string format_bytes(uint32_t bytes) {
 }
 
 std::string format_weight(const Weight& w) {
-  return (w.packets ? std::to_string(w.packets) : std::string("auto")) + " pkts / " +
-         format_bytes(w.bytes);
+  return std::to_string(w.packets) + " pkts / " + format_bytes(w.bytes);
 }
 
 std::string format_vlan(const VlanConfig& vlan) {

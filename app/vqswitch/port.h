@@ -55,8 +55,6 @@ class Port {
   virtual uint16_t rx_queue_count() const = 0;
   virtual uint16_t tx_queue_count() const = 0;
   virtual bool link_up() const = 0;
-  // The rx queue's ring size now (0 when unknown, e.g. no guest): packet weights default to 2x.
-  virtual uint16_t rx_ring_size(uint16_t queue) const = 0;
 
   // Up to `max_packets` packets and about `max_bytes` bytes (at least one packet is taken when
   // any is there). mbuf->port is set to index().

@@ -19,15 +19,12 @@ namespace vqs::app {
 struct alignas(64) RxSlot {
   Port* port = nullptr;
   uint16_t queue = 0;
-  Weight weight;  // packets 0: 2 x the ring size, looked up at each visit
+  Weight weight;
   int64_t byte_debt = 0;
   // Counters.
   uint64_t visits_ended_by_weight = 0;
   uint64_t visits_ended_empty = 0;
 };
-
-// Packet weight when neither the config nor the ring size gives one (a guest not connected yet).
-constexpr uint32_t kFallbackPacketWeight = 512;
 
 class WeightedPoller {
  public:
@@ -41,10 +38,6 @@ class WeightedPoller {
   template <typename Forward>
   uint32_t visit(RxSlot& slot, Forward&& forward) {
     uint32_t packet_budget = slot.weight.packets;
-    if (packet_budget == 0) {
-      const uint32_t ring = slot.port->rx_ring_size(slot.queue);
-      packet_budget = ring != 0 ? 2 * ring : kFallbackPacketWeight;
-    }
     int64_t byte_budget = static_cast<int64_t>(slot.weight.bytes) - slot.byte_debt;
     uint32_t taken = 0;
     rte_mbuf* pkts[kMaxBurst];

@@ -56,7 +56,6 @@ class FakePort final : public Port {
   uint16_t rx_queue_count() const override { return static_cast<uint16_t>(rx_.size()); }
   uint16_t tx_queue_count() const override { return static_cast<uint16_t>(tx_.size()); }
   bool link_up() const override { return up; }
-  uint16_t rx_ring_size(uint16_t) const override { return 256; }
   BurstResult rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t max_packets,
                        uint32_t max_bytes) override {
     ++rx_polls;

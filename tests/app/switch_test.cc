@@ -196,7 +196,6 @@ TEST_CASE("retries stop at tx_retries_max") {
       uint16_t rx_queue_count() const override { return 1; }
       uint16_t tx_queue_count() const override { return 1; }
       bool link_up() const override { return true; }
-      uint16_t rx_ring_size(uint16_t) const override { return 0; }
       BurstResult rx_burst(uint16_t, rte_mbuf**, uint16_t, uint32_t) override { return {}; }
       uint16_t tx_burst(uint16_t, rte_mbuf** pkts, uint16_t count) override {
         const uint16_t n = count < 2 ? count : 2;
@@ -271,6 +270,20 @@ TEST_CASE("a flood of small packets cannot starve a queue of large ones (packet 
   const Shares s = serve_overloaded(pool, {128, 512 << 10}, {128, 512 << 10}, 1500, 64, 200);
   CHECK(s.packets[0] == Approx(0.5).epsilon(0.10));
   CHECK(s.packets[1] == Approx(0.5).epsilon(0.10));
+}
+
+TEST_CASE("the default packet weight is a fixed count, not the ring's size") {
+  Pool pool;
+  FakePort a("a", 0, 1, 1, true);
+  a.generate(0, pool.get(), 64);
+  std::vector<RxSlot> slots(1);
+  slots[0].port = &a;  // weight: the default
+  WeightedPoller poller(std::move(slots), 32);
+  RxSlot& slot = poller.slots()[0];
+  const uint32_t taken =
+      poller.visit(slot, [](RxSlot&, rte_mbuf** pkts, uint16_t n) { rte_pktmbuf_free_bulk(pkts, n); });
+  CHECK(taken == kDefaultPacketWeight);
+  CHECK(slot.visits_ended_by_weight == 1);
 }
 
 TEST_CASE("a visit ends on an empty queue and forgets its byte debt") {

@@ -20,10 +20,12 @@
 #   guest-rx  net_null (generating) -> switch -> guest rxonly; guest Rx-pps
 #   vm2vm     two guest ports on the bridge, each sending to the other (flowgen, one flow) and
 #             receiving; guest Rx-pps of both
-#   noisy     a noisy neighbour (build/scripts/bench/vqs-noisy-guest): one guest port floods
-#             --size frames to net_null while a second sends a 64-byte probe every 20 us to a
-#             third, all on the switch's one lcore; the flooder's Tx-pps, and the probes' one-way
-#             latency (p50, p99, p99.9, medians of the periods) and loss
+#   noisy     noisy neighbours on the switch's one lcore: a NIC (net_null generating --size
+#             frames, always more than the lcore can take) forwarded to a net_null sink, and a
+#             guest port (build/scripts/bench/vqs-noisy-guest) flooding --size frames to another
+#             sink, while a second guest port sends a 64-byte probe every 20 us to a third; the
+#             flooding guest's Tx-pps, and the probes' one-way latency (p50, p99, p99.9, medians
+#             of the periods) and loss
 #
 #   scripts/bench/switch_vs_ovs.sh [--scenarios "pvp guest-tx guest-rx vm2vm"] [--sizes "64 1500"]
 #       [--rounds N] [--seconds S] [--variant LABEL 'YAML'] ... [--cpu-state] [--table NAME]
@@ -143,12 +145,14 @@ start_ovs() {
     vsctl add-port br0 vm1 -- set Interface vm1 type=dpdkvhostuser
   elif [ "$scenario" = noisy ]; then
     for v in vm0 vm1 vm2; do vsctl add-port br0 $v -- set Interface $v type=dpdkvhostuser; done
-    vsctl add-port br0 nic0 -- set Interface nic0 type=dpdk "options:dpdk-devargs=net_null0,no-rx=1"
+    vsctl add-port br0 nic0 -- set Interface nic0 type=dpdk "options:dpdk-devargs=net_null0,size=$size"
+    vsctl add-port br0 nic1 -- set Interface nic1 type=dpdk "options:dpdk-devargs=net_null1,no-rx=1"
+    vsctl add-port br0 nic2 -- set Interface nic2 type=dpdk "options:dpdk-devargs=net_null2,no-rx=1"
     ovs-ofctl del-flows br0
-    ovs-ofctl add-flow br0 in_port=vm0,actions=output:nic0
-    ovs-ofctl add-flow br0 in_port=nic0,actions=output:vm0
-    ovs-ofctl add-flow br0 in_port=vm1,actions=output:vm2
-    ovs-ofctl add-flow br0 in_port=vm2,actions=output:vm1
+    for pair in nic0,nic1 vm0,nic2 vm1,vm2; do
+      ovs-ofctl add-flow br0 "in_port=${pair%,*},actions=output:${pair#*,}"
+      ovs-ofctl add-flow br0 "in_port=${pair#*,},actions=output:${pair%,*}"
+    done
   else
     null="net_null0,size=$size"
     [ "$scenario" = guest-tx ] && null="net_null0,no-rx=1"
@@ -173,7 +177,7 @@ start_vqswitch() {
   local port_extra=""
   [ -n "$extra" ] && port_extra=", $extra"
   null="net_null0,size=$size"
-  case "$scenario" in guest-tx | noisy) null="net_null0,no-rx=1" ;; esac
+  [ "$scenario" = guest-tx ] && null="net_null0,no-rx=1"
   {
     echo "version: 1"
     echo "eal: {cores: \"0-1\", main_lcore: 0, memory_mb: $kSwitchMb, file_prefix: $tag-vqs$i,"
@@ -188,9 +192,11 @@ start_vqswitch() {
     elif [ "$scenario" = noisy ]; then
       echo "  - {name: vm1, type: vhost, socket: $run/vqs$i-vm1.sock$port_extra}"
       echo "  - {name: vm2, type: vhost, socket: $run/vqs$i-vm2.sock$port_extra}"
-      echo "  - {name: nic0, type: ethdev, device: \"$null\"$port_extra}"
+      echo "  - {name: nic0, type: ethdev, device: \"net_null0,size=$size\"$port_extra}"
+      echo "  - {name: nic1, type: ethdev, device: \"net_null1,no-rx=1\"$port_extra}"
+      echo "  - {name: nic2, type: ethdev, device: \"net_null2,no-rx=1\"$port_extra}"
       echo "lcores: [{lcore: 1, rx: auto}]"
-      echo "forwarding: {mode: xconnect, pairs: [[vm0, nic0], [vm1, vm2]]}"
+      echo "forwarding: {mode: xconnect, pairs: [[nic0, nic1], [vm0, nic2], [vm1, vm2]]}"
     else
       echo "  - {name: nic0, type: ethdev, device: \"$null\"$port_extra}"
       echo "lcores: [{lcore: 1, rx: auto}]"

@@ -68,25 +68,31 @@ awk -F'\t' -v dir="$work" 'NR > 1 && $4 != "mixed" {
 gnuplot "$work/plot.gp"
 echo "plot: $png"
 
-# The noisy neighbour's probe: p99 latency against the variant, vqswitch's and OVS-DPDK's.
+# The noisy neighbour's probe: p50 and p99 latency against the variant, vqswitch's and
+# OVS-DPDK's (the first scenario and size with probes).
 awk -F'\t' 'NR > 1 && $11 != "-" && $11 != "" {found = 1} END {exit !found}' "$tsv" || exit 0
 latency_png=${png%.png}-latency.png
 awk -F'\t' 'NR > 1 && $11 != "-" && $11 != "" && $4 == "all" {
+    if (first == "") first = $1 " " $2
+    if ($1 " " $2 != first) next
     if (!($3 in pos)) pos[$3] = n++
-    print pos[$3] "\t" $11 "\t" $12 "\t" $3
+    print pos[$3] "\t" $11 "\t" $12 "\t" $13 "\t" $14 "\t" $3
   }' "$tsv" >"$work/latency"
 {
   echo "set terminal pngcairo size 1000,600 font 'sans,10'"
   echo "set output '$latency_png'"
-  echo "set title 'Probe one-way latency beside a flooding neighbour, p99 ($table)'"
-  echo "set ylabel 'p99 latency (us), median of periods'"
+  echo "set datafile separator '\\t'"
+  echo "set title 'Probe one-way latency beside noisy neighbours ($table)'"
+  echo "set ylabel 'latency (us), median of periods'"
+  echo "set logscale y"
   echo "set xlabel 'variant'"
   echo "set grid ytics"
   echo "set key outside right"
-  echo "set yrange [0:*]"
   echo "set xrange [-0.5:$(($(wc -l <"$work/latency") - 1)).5]"
-  echo "plot '$work/latency' using 1:3:xticlabels(4) with linespoints lw 2 title 'vqswitch', \\"
-  echo "     '$work/latency' using 1:2 with linespoints lw 2 dt 2 title 'OVS-DPDK (same period)'"
+  echo "plot '$work/latency' using 1:3:xticlabels(6) with linespoints lc 1 lw 2 title 'vqswitch p50', \\"
+  echo "     '$work/latency' using 1:2 with linespoints lc 1 lw 2 dt 2 title 'OVS-DPDK p50', \\"
+  echo "     '$work/latency' using 1:5 with linespoints lc 2 lw 2 title 'vqswitch p99', \\"
+  echo "     '$work/latency' using 1:4 with linespoints lc 2 lw 2 dt 2 title 'OVS-DPDK p99'"
 } >"$work/latency.gp"
 gnuplot "$work/latency.gp"
 echo "plot: $latency_png"

@@ -323,8 +323,11 @@ probe_summary() {
       med(p50, NR) / 1000, med(p99, NR) / 1000, med(p999, NR) / 1000, NR, lost, sent}'
 }
 
-# p99_us "p50/p99/p999/lost/sent ...": the median of the periods' p99 in us.
-p99_us() { echo "$1" | tr ' ' '\n' | sed '/^$/d' | awk -F/ '{printf "%.2f\n", $2 / 1000}' | median; }
+# probe_us FIELD "p50/p99/p999/lost/sent ...": the median of the periods' FIELD (1: p50, 2: p99)
+# in us.
+probe_us() {
+  echo "$2" | tr ' ' '\n' | sed '/^$/d' | awk -F/ -v f="$1" '{printf "%.2f\n", $f / 1000}' | median
+}
 
 load_before=$(load)
 results=()
@@ -400,13 +403,14 @@ for scenario in $scenarios; do
           bc=${class_cycles[$i.b.$c]:-} ac=${class_cycles[$i.a.$c]:-}
         fi
         [ -n "${q// /}" ] || continue
-        p99=(- -)
+        lat=(- - - -)
         [ "$scenario" = noisy ] && [ $c = all ] &&
-          p99=("$(p99_us "${probes[0]}")" "$(p99_us "${probes[$i]}")")
-        data+=("$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$scenario" "$size" \
-          "${labels[$((i - 1))]}" $c "$(echo "$b" | median)" "$(echo "$a" | median)" \
+          lat=("$(probe_us 1 "${probes[0]}")" "$(probe_us 1 "${probes[$i]}")"
+               "$(probe_us 2 "${probes[0]}")" "$(probe_us 2 "${probes[$i]}")")
+        data+=("$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$scenario" \
+          "$size" "${labels[$((i - 1))]}" $c "$(echo "$b" | median)" "$(echo "$a" | median)" \
           "$(echo "$q" | median)" "$(echo "$bc" | median)" "$(echo "$ac" | median)" \
-          "$(echo "$q" | wc -w)" "${p99[0]}" "${p99[1]}")")
+          "$(echo "$q" | wc -w)" "${lat[@]}")")
       done
     done
   done
@@ -414,7 +418,7 @@ done
 
 if [ "$table" != none ]; then
   mkdir -p "$top/docs/data"
-  { printf 'scenario\tsize\tvariant\tclass\tovs_mpps\tvqs_mpps\tratio\tovs_cycles\tvqs_cycles\tpairs\tovs_probe_p99_us\tvqs_probe_p99_us\n'
+  { printf 'scenario\tsize\tvariant\tclass\tovs_mpps\tvqs_mpps\tratio\tovs_cycles\tvqs_cycles\tpairs\tovs_probe_p50_us\tvqs_probe_p50_us\tovs_probe_p99_us\tvqs_probe_p99_us\n'
     printf '%s\n' "${data[@]}"; } >"$top/docs/data/$table.tsv"
   "$top/scripts/bench/plot.sh" "$table" || echo "no plot (gnuplot?)" >&2
 fi

@@ -2,10 +2,10 @@
 // forwarding lcore of the switch, a flooder's queue and a probe stream's queue compete, and the
 // probe's one-way latency through the switch shows how long the flooder's visits keep the lcore.
 //
-//   vqs-noisy-guest EAL-ARGS -- [--size BYTES] [--probe-us US]
+//   vqs-noisy-guest EAL-ARGS -- [--size BYTES] [--probe-us US] [--flood 0|1]
 //
 // One worker lcore drives three ports of the active set: the first floods --size frames (64 B)
-// as fast as its ring takes them, the second sends a 64-byte probe every --probe-us (20)
+// as fast as its ring takes them (unless --flood 0), the second sends a 64-byte probe every --probe-us (20)
 // microseconds carrying its sequence number and the TSC at sending, the third receives the
 // probes (the switch forwards the second port to the third) and records each one's latency:
 // TSC at reception minus TSC at sending (one process, one CPU: one clock). Reads testpmd's
@@ -74,6 +74,7 @@ struct Worker {
   rte_mempool* pool;
   uint32_t size;
   uint64_t probe_interval_cycles;
+  bool flood;
 };
 
 int worker_loop(void* arg) {
@@ -92,7 +93,7 @@ int worker_loop(void* arg) {
     }
     if (set.flood == RTE_MAX_ETHPORTS) continue;
     // The flood: whatever its ring takes.
-    if (rte_pktmbuf_alloc_bulk(w.pool, pkts, kBurst) == 0) {
+    if (w.flood && rte_pktmbuf_alloc_bulk(w.pool, pkts, kBurst) == 0) {
       for (uint16_t i = 0; i < kBurst; ++i) build_frame(pkts[i], w.size, RTE_ETHER_TYPE_IPV4);
       const uint16_t sent = rte_eth_tx_burst(set.flood, 0, pkts, kBurst);
       if (sent < kBurst) rte_pktmbuf_free_bulk(pkts + sent, kBurst - sent);
@@ -224,13 +225,16 @@ int main(int argc, char** argv) {
   argv += eal_args;
   uint32_t size = 64;
   uint32_t probe_us = 20;
+  bool flood = true;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--size") == 0) size = static_cast<uint32_t>(std::atoi(argv[++i]));
     else if (std::strcmp(argv[i], "--probe-us") == 0)
       probe_us = static_cast<uint32_t>(std::atoi(argv[++i]));
+    else if (std::strcmp(argv[i], "--flood") == 0)
+      flood = std::atoi(argv[++i]) != 0;
   }
   if (size < 60 || size > 1518 || probe_us == 0) {
-    std::fprintf(stderr, "usage: vqs-noisy-guest EAL-ARGS -- [--size 60..1518] [--probe-us US]\n");
+    std::fprintf(stderr, "usage: vqs-noisy-guest EAL-ARGS -- [--size 60..1518] [--probe-us US] [--flood 0|1]\n");
     return 2;
   }
   const unsigned worker = rte_get_next_lcore(-1, 1, 0);
@@ -253,7 +257,7 @@ int main(int argc, char** argv) {
   }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  Worker w{pool, size, rte_get_tsc_hz() * probe_us / 1000000};
+  Worker w{pool, size, rte_get_tsc_hz() * probe_us / 1000000, flood};
   rte_eal_remote_launch(worker_loop, &w, worker);
   run_commands();
   rte_eal_wait_lcore(worker);

@@ -18,6 +18,43 @@ mkdir -p "$(dirname "$png")"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# One variant (no sweep): the ratio per scenario and size, all periods and each class apart.
+if [ "$(awk -F'\t' 'NR > 1 {print $3}' "$tsv" | sort -u | wc -l)" -eq 1 ]; then
+  awk -F'\t' 'NR > 1 {
+      key = $1 " " $2 "B"
+      if (!(key in pos)) { pos[key] = n++; name[pos[key]] = key }
+      r[pos[key], $4] = $7
+    }
+    END {
+      for (i = 0; i < n; i++) {
+        printf "%d\t%s", i, name[i]
+        split("all near far mixed", cls, " ")
+        for (c = 1; c <= 4; c++) printf "\t%s", ((i, cls[c]) in r) ? r[i, cls[c]] : "NaN"
+        printf "\n"
+      }
+    }' "$tsv" >"$work/by_scenario"
+  {
+    echo "set terminal pngcairo size 1000,600 font 'sans,10'"
+    echo "set output '$png'"
+    echo "set datafile separator '\\t'"
+    echo "set title 'vqswitch / OVS-DPDK, guest-side rate, median of rounds ($table, $(date -u -r "$tsv" +%F))'"
+    echo "set ylabel 'ratio'"
+    echo "set grid ytics"
+    echo "set key outside right"
+    echo "set yrange [0:*]"
+    echo "set xtics rotate by -30"
+    echo "set xrange [-0.5:$(($(wc -l <"$work/by_scenario") - 1)).5]"
+    echo "plot 1 with lines lc rgb 'black' dt 2 title 'parity', \\"
+    echo "  '$work/by_scenario' using 1:3:xticlabels(2) with points pt 7 ps 2 title 'all periods', \\"
+    echo "  '' using 1:4 with points pt 6 ps 1.5 title 'near', \\"
+    echo "  '' using 1:5 with points pt 4 ps 1.5 title 'far', \\"
+    echo "  '' using 1:6 with points pt 2 ps 1.5 title 'mixed'"
+  } >"$work/plot.gp"
+  gnuplot "$work/plot.gp"
+  echo "plot: $png"
+  exit 0
+fi
+
 # One gnuplot data block per (scenario, size, class), blocks separated by two blank lines; each
 # row: variant position, ratio, variant label.
 awk -F'\t' -v dir="$work" 'NR > 1 && $4 != "mixed" {
@@ -96,3 +133,30 @@ awk -F'\t' 'NR > 1 && $11 != "-" && $11 != "" && $4 == "all" {
 } >"$work/latency.gp"
 gnuplot "$work/latency.gp"
 echo "plot: $latency_png"
+
+# With CPU use recorded (the probe scenario): the switch's CPU against the probe's p99, a point
+# per variant and offered load.
+awk -F'\t' 'NR > 1 && $15 != "-" && $15 != "" {found = 1} END {exit !found}' "$tsv" || exit 0
+cpu_png=${png%.png}-cpu.png
+awk -F'\t' 'NR > 1 && $15 != "-" && $15 != "" && $4 == "all" {
+    print $16 "\t" $14 "\t" $3 " " $2 "B"
+    if (!(($1 $2) in ovs)) { ovs[$1 $2] = 1; print $15 "\t" $13 "\tOVS-DPDK " $2 "B" > "/dev/stderr" }
+  }' "$tsv" >"$work/cpu" 2>"$work/cpu_ovs"
+{
+  echo "set terminal pngcairo size 1000,600 font 'sans,10'"
+  echo "set output '$cpu_png'"
+  echo "set datafile separator '\\t'"
+  echo "set title 'Switch CPU use against the probe p99 latency ($table)'"
+  echo "set xlabel 'switch process CPU (% of one CPU), median of periods'"
+  echo "set ylabel 'probe p99 latency (us)'"
+  echo "set logscale y"
+  echo "set grid"
+  echo "set key outside right"
+  echo "set xrange [0:*]"
+  echo "plot '$work/cpu' using 1:2 with points pt 7 ps 1.5 title 'vqswitch', \\"
+  echo "     '' using 1:2:3 with labels offset 0,1 font 'sans,8' notitle, \\"
+  echo "     '$work/cpu_ovs' using 1:2 with points pt 5 ps 1.5 title 'OVS-DPDK', \\"
+  echo "     '' using 1:2:3 with labels offset 0,-1 font 'sans,8' notitle"
+} >"$work/cpu.gp"
+gnuplot "$work/cpu.gp"
+echo "plot: $cpu_png"

@@ -26,14 +26,20 @@
 #             sink, while a second guest port sends a 64-byte probe every 20 us to a third; the
 #             flooding guest's Tx-pps, and the probes' one-way latency (p50, p99, p99.9, medians
 #             of the periods) and loss
+#   probe     the noisy scenario's probe alone (no flood, the NIC quiet), one every --probe-us
+#             microseconds: the offered load; the probes' Rx-pps, latency and loss, and the
+#             switch process's CPU use (utime + stime over the period): with busy_poll_us set,
+#             what sleeping gives back and what it costs the probe
 #
 #   scripts/bench/switch_vs_ovs.sh [--scenarios "pvp guest-tx guest-rx vm2vm"] [--sizes "64 1500"]
 #       [--rounds N] [--seconds S] [--variant LABEL 'YAML'] ... [--cpu-state] [--table NAME]
-#       [--queue-size N]
+#       [--queue-size N] [--probe-us US]
 #
-# --variant LABEL 'YAML': a vqswitch whose every port mapping has YAML added (flow style, e.g.
-# 'weight: {packets: 32}'); repeat for several (a sweep); without any, one vqswitch with the
-# defaults, labelled "vqswitch". --cpu-state: each period's placement class (near, far, mixed;
+# --variant LABEL 'YAML[|LCORE_YAML]': a vqswitch whose every port mapping has YAML added (flow
+# style, e.g. 'weight: {packets: 32}') and whose lcore entry has LCORE_YAML added (e.g.
+# '|busy_poll_us: 50'); repeat for several (a sweep); without any, one vqswitch with the
+# defaults, labelled "vqswitch". --probe-us "US ...": the probe's interval in noisy and probe
+# (20); several: each in turn, as sizes are. --cpu-state: each period's placement class (near, far, mixed;
 # see pvp_interleaved.sh), sampled with the guest and the switch under test frozen, and the
 # results per class. --queue-size: the guests' virtio ring size (1024). --table: the block of docs/benchmarks.md to rewrite (default
 # switch-vs-ovs; none: print only). Needs root and a build; raises the 2 MiB hugepages to what
@@ -46,6 +52,8 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$top/scripts/bench/common.sh"
 scenarios="pvp guest-tx guest-rx vm2vm"
 queue_size=1024
+probe_list=20
+probe_us=20
 sizes="64 1500"
 rounds=10
 seconds=3
@@ -62,6 +70,7 @@ while [ $# -gt 0 ]; do
     --variant) labels+=("$2"); extras+=("$3"); shift 3 ;;
     --table) table=$2; shift 2 ;;
     --queue-size) queue_size=$2; shift 2 ;;
+    --probe-us) probe_list=$2; shift 2 ;;
     --cpu-state) cpu_state=$top/build/scripts/bench/vqs-cpu-share; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -70,7 +79,7 @@ done
 for s in $scenarios; do
   case "$s" in
     pvp | guest-tx | guest-rx | vm2vm) ;;
-    noisy) [ -x "$top/build/scripts/bench/vqs-noisy-guest" ] ||
+    noisy | probe) [ -x "$top/build/scripts/bench/vqs-noisy-guest" ] ||
       { echo "build first: vqs-noisy-guest" >&2; exit 1; } ;;
     *) echo "scenario $s?" >&2; exit 2 ;;
   esac
@@ -143,9 +152,11 @@ start_ovs() {
   if [ "$scenario" = vm2vm ]; then
     vsctl add-port br0 vm0 -- set Interface vm0 type=dpdkvhostuser
     vsctl add-port br0 vm1 -- set Interface vm1 type=dpdkvhostuser
-  elif [ "$scenario" = noisy ]; then
+  elif [ "$scenario" = noisy ] || [ "$scenario" = probe ]; then
+    null=net_null0,size=$size
+    [ "$scenario" = probe ] && null=net_null0,no-rx=1
     for v in vm0 vm1 vm2; do vsctl add-port br0 $v -- set Interface $v type=dpdkvhostuser; done
-    vsctl add-port br0 nic0 -- set Interface nic0 type=dpdk "options:dpdk-devargs=net_null0,size=$size"
+    vsctl add-port br0 nic0 -- set Interface nic0 type=dpdk "options:dpdk-devargs=$null"
     vsctl add-port br0 nic1 -- set Interface nic1 type=dpdk "options:dpdk-devargs=net_null1,no-rx=1"
     vsctl add-port br0 nic2 -- set Interface nic2 type=dpdk "options:dpdk-devargs=net_null2,no-rx=1"
     ovs-ofctl del-flows br0
@@ -166,7 +177,7 @@ start_ovs() {
   sockets+=("$OVS_RUNDIR/vm0")
   case "$scenario" in
     vm2vm) sockets+=("$OVS_RUNDIR/vm1") ;;
-    noisy) sockets+=("$OVS_RUNDIR/vm1" "$OVS_RUNDIR/vm2") ;;
+    noisy | probe) sockets+=("$OVS_RUNDIR/vm1" "$OVS_RUNDIR/vm2") ;;
   esac
   return 0
 }
@@ -174,8 +185,10 @@ start_ovs() {
 # start_vqswitch INDEX SCENARIO SIZE: vqswitch variant INDEX (1..), as start_ovs.
 start_vqswitch() {
   local i=$1 scenario=$2 size=$3 extra=${extras[$(($1 - 1))]} yaml=$run/vqswitch$1.yaml null
-  local port_extra=""
+  local port_extra="" lcore_extra="" lcores
+  case "$extra" in *"|"*) lcore_extra=", ${extra#*|}"; extra=${extra%%|*} ;; esac
   [ -n "$extra" ] && port_extra=", $extra"
+  lcores="lcores: [{lcore: 1, rx: auto$lcore_extra}]"
   null="net_null0,size=$size"
   [ "$scenario" = guest-tx ] && null="net_null0,no-rx=1"
   {
@@ -187,19 +200,21 @@ start_vqswitch() {
     echo "  - {name: vm0, type: vhost, socket: $run/vqs$i-vm0.sock$port_extra}"
     if [ "$scenario" = vm2vm ]; then
       echo "  - {name: vm1, type: vhost, socket: $run/vqs$i-vm1.sock$port_extra}"
-      echo "lcores: [{lcore: 1, rx: auto}]"
+      echo "$lcores"
       echo "forwarding: {mode: bridge}"
-    elif [ "$scenario" = noisy ]; then
+    elif [ "$scenario" = noisy ] || [ "$scenario" = probe ]; then
+      null=net_null0,size=$size
+      [ "$scenario" = probe ] && null=net_null0,no-rx=1
       echo "  - {name: vm1, type: vhost, socket: $run/vqs$i-vm1.sock$port_extra}"
       echo "  - {name: vm2, type: vhost, socket: $run/vqs$i-vm2.sock$port_extra}"
-      echo "  - {name: nic0, type: ethdev, device: \"net_null0,size=$size\"$port_extra}"
+      echo "  - {name: nic0, type: ethdev, device: \"$null\"$port_extra}"
       echo "  - {name: nic1, type: ethdev, device: \"net_null1,no-rx=1\"$port_extra}"
       echo "  - {name: nic2, type: ethdev, device: \"net_null2,no-rx=1\"$port_extra}"
-      echo "lcores: [{lcore: 1, rx: auto}]"
+      echo "$lcores"
       echo "forwarding: {mode: xconnect, pairs: [[nic0, nic1], [vm0, nic2], [vm1, vm2]]}"
     else
       echo "  - {name: nic0, type: ethdev, device: \"$null\"$port_extra}"
-      echo "lcores: [{lcore: 1, rx: auto}]"
+      echo "$lcores"
       echo "forwarding: {mode: xconnect, pairs: [[vm0, nic0]]}"
     fi
   } >"$yaml"
@@ -211,7 +226,7 @@ start_vqswitch() {
   sockets+=("$run/vqs$i-vm0.sock")
   case "$scenario" in
     vm2vm) sockets+=("$run/vqs$i-vm1.sock") ;;
-    noisy) sockets+=("$run/vqs$i-vm1.sock" "$run/vqs$i-vm2.sock") ;;
+    noisy | probe) sockets+=("$run/vqs$i-vm1.sock" "$run/vqs$i-vm2.sock") ;;
   esac
   return 0
 }
@@ -231,7 +246,10 @@ start_guest() {
   [ "$size" -gt 1800 ] && fwd+=("--mbuf-size=$((size + 256))")
   testpmd_args=(-i --port-topology=loop --nb-cores=1)
   case "$scenario" in
-    noisy) prog=("$top/build/scripts/bench/vqs-noisy-guest"); testpmd_args=(); fwd=(--size "$size") ;;
+    noisy) prog=("$top/build/scripts/bench/vqs-noisy-guest"); testpmd_args=()
+      fwd=(--size "$size" --probe-us "$probe_us") ;;
+    probe) prog=("$top/build/scripts/bench/vqs-noisy-guest"); testpmd_args=()
+      fwd=(--size "$size" --probe-us "$probe_us" --flood 0) ;;
     pvp) fwd+=(--forward-mode=macswap) ;;
     guest-tx) fwd+=(--forward-mode=txonly "--txpkts=$size") ;;
     guest-rx) fwd+=(--forward-mode=rxonly) ;;
@@ -249,6 +267,9 @@ start_guest() {
   grep -aq "testpmd>" "$run/guest.log" || { echo "guest did not start; see $run/guest.log" >&2; exit 1; }
   sleep 1
 }
+
+# cpu_ticks PID: user + system clock ticks of all of PID's threads so far.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 guest() {
   kill -0 "$guest_pid" 2>/dev/null || { echo "the guest is gone; see $run/guest.log" >&2; exit 1; }
@@ -276,10 +297,11 @@ else:
 }
 
 # period INDEX SCENARIO GUEST_PORTS: forward through switch INDEX for one period; prints
-# "Mpps cycles/packet class probe" (probe: noisy's "p50/p99/p999/lost/sent" in ns, else -).
+# "Mpps cycles/packet class probe" (probe, in noisy and probe: "p50/p99/p999/lost/sent/cpu" with
+# latencies in ns and the switch process's CPU use in % of one CPU; else -).
 period() {
   local i=$1 scenario=$2 ports=$3 key=Tx-pps at rate c0 p0 c1 p1 class=none probe
-  case "$scenario" in guest-rx | vm2vm) key=Rx-pps ;; esac
+  case "$scenario" in guest-rx | vm2vm | probe) key=Rx-pps ;; esac
   kill -CONT "${sw_pids[$i]}"
   guest "set portlist $ports"
   guest start
@@ -287,6 +309,9 @@ period() {
   [ "$i" -eq 0 ] && appctl dpif-netdev/pmd-stats-clear >/dev/null
   read -r c0 p0 < <(switch_counters "$i")
   guest "show port stats all"  # starts the rate's interval
+  local ticks0 ticks1 t0 t1
+  ticks0=$(cpu_ticks "${sw_pids[$i]}")
+  t0=$(date +%s%N)
   if [ -n "${VQS_BENCH_PERF:-}" ]; then
     perf record -q -C 0,1 -o "$run/perf.$scenario.$size.${names[$i]}.$(date +%H%M%S).data" \
       -- sleep "$seconds" >/dev/null 2>&1
@@ -297,6 +322,8 @@ period() {
   fi
   at=$(log_size "$run/guest.log")
   guest "show port stats all"
+  ticks1=$(cpu_ticks "${sw_pids[$i]}")
+  t1=$(date +%s%N)
   sleep 0.3
   read -r c1 p1 < <(switch_counters "$i")
   guest stop
@@ -306,6 +333,8 @@ period() {
     awk '{s += $2} END {printf "%.3f", s / 1e6}')
   probe=$(tail -c +$((at + 1)) "$run/guest.log" | grep -a "Probe-latency-ns:" | tail -1 |
     awk '{print $3 "/" $5 "/" $7 "/" $11 "/" $13}' || true)
+  [ -n "$probe" ] && probe+=$(awk -v a="$ticks0" -v b="$ticks1" -v t0="$t0" -v t1="$t1" \
+    -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "/%.0f", 100 * (b - a) / hz / ((t1 - t0) / 1e9)}')
   awk -v r="$rate" -v c0="$c0" -v c1="$c1" -v p0="$p0" -v p1="$p1" -v k="$class" -v q="${probe:--}" \
     'BEGIN {printf "%s %.0f %s %s\n", r, (p1 > p0) ? (c1 - c0) / (p1 - p0) : 0, k, q}'
 }
@@ -314,13 +343,13 @@ period() {
 # loss summed over them.
 probe_summary() {
   echo "$1" | tr ' ' '\n' | sed '/^$/d' | awk -F/ '
-    {p50[NR] = $1; p99[NR] = $2; p999[NR] = $3; lost += $4; sent += $5}
+    {p50[NR] = $1; p99[NR] = $2; p999[NR] = $3; lost += $4; sent += $5; cpu[NR] = $6}
     function med(a, n,   i, j, t) {
       for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j > 0 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
       return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
     }
-    END {printf "p50 %.1f us, p99 %.1f us, p99.9 %.1f us (medians of %d periods), lost %d of %d\n",
-      med(p50, NR) / 1000, med(p99, NR) / 1000, med(p999, NR) / 1000, NR, lost, sent}'
+    END {printf "p50 %.1f us, p99 %.1f us, p99.9 %.1f us (medians of %d periods), lost %d of %d, switch CPU %.0f%%\n",
+      med(p50, NR) / 1000, med(p99, NR) / 1000, med(p999, NR) / 1000, NR, lost, sent, med(cpu, NR)}'
 }
 
 # probe_us FIELD "p50/p99/p999/lost/sent ...": the median of the periods' FIELD (1: p50, 2: p99)
@@ -328,15 +357,26 @@ probe_summary() {
 probe_us() {
   echo "$2" | tr ' ' '\n' | sed '/^$/d' | awk -F/ -v f="$1" '{printf "%.2f\n", $f / 1000}' | median
 }
+# probe_field FIELD "...": the median of the periods' FIELD as it is (6: CPU %).
+probe_field() { echo "$2" | tr ' ' '\n' | sed '/^$/d' | awk -F/ -v f="$1" '{print $f}' | median; }
 
 load_before=$(load)
 results=()
 data=()
 for scenario in $scenarios; do
-  for size in $sizes; do
+  # noisy and probe: every size at every probe interval.
+  points=$sizes
+  case "$scenario" in
+    noisy | probe) points=$(for z in $sizes; do for u in $probe_list; do echo "$z/$u"; done; done) ;;
+  esac
+  for point in $points; do
+    size=${point%/*}
+    [ "$point" = "$size" ] || probe_us=${point#*/}
+    label=$scenario
+    [ "$scenario" = probe ] && label="probe@$((1000000 / probe_us))pps"
     per_switch=1
     [ "$scenario" = vm2vm ] && per_switch=2
-    [ "$scenario" = noisy ] && per_switch=3
+    case "$scenario" in noisy | probe) per_switch=3 ;; esac
     sockets=() sw_pids=()
     start_ovs "$scenario" "$size"
     for i in $(seq ${#labels[@]}); do start_vqswitch "$i" "$scenario" "$size"; done
@@ -356,7 +396,7 @@ for scenario in $scenarios; do
         this[$i]=$rate
         this_class[$i]=$class
         this_cycles[$i]=$cyc
-        echo "  $scenario ${size}B round $r: ${names[$i]} $rate Mpps, $cyc cycles/packet ($class, load $(load))${probe#-}" >&2
+        echo "  $label ${size}B round $r: ${names[$i]} $rate Mpps, $cyc cycles/packet ($class, load $(load))${probe#-}" >&2
       done
       for i in $(seq ${#labels[@]}); do
         ratio=$(awk -v a="${this[$i]}" -v b="${this[0]}" 'BEGIN {printf "%.3f", (b > 0) ? a / b : 0}')
@@ -372,7 +412,7 @@ for scenario in $scenarios; do
     done
     stop_all
     for i in $(seq ${#labels[@]}); do
-      mapfile -t lines < <(scenario_lines "$scenario" "$size" ovs-dpdk "${rates[0]}" "${labels[$((i - 1))]}" \
+      mapfile -t lines < <(scenario_lines "$label" "$size" ovs-dpdk "${rates[0]}" "${labels[$((i - 1))]}" \
         "${rates[$i]}" "${rates[ratio.$i]}" rounds "${cycles[0]}" "${cycles[$i]}" |
         sed 's/host busy TSC/switch busy TSC/')
       if [ -n "$cpu_state" ]; then
@@ -387,7 +427,7 @@ for scenario in $scenarios; do
         mapfile -t -O "${#lines[@]}" lines < <(class_lines ovs-dpdk "${labels[$((i - 1))]}" cr cc cq |
           sed 's/host cycles/switch cycles\/packet/')
       fi
-      if [ "$scenario" = noisy ]; then
+      if [ "$scenario" = noisy ] || [ "$scenario" = probe ]; then
         for k in 0 "$i"; do
           lines+=("$(printf '%17s probe latency %-9s %s' "" "${names[$k]}:" "$(probe_summary "${probes[$k]}")")")
         done
@@ -403,11 +443,12 @@ for scenario in $scenarios; do
           bc=${class_cycles[$i.b.$c]:-} ac=${class_cycles[$i.a.$c]:-}
         fi
         [ -n "${q// /}" ] || continue
-        lat=(- - - -)
-        [ "$scenario" = noisy ] && [ $c = all ] &&
+        lat=(- - - - - -)
+        { [ "$scenario" = noisy ] || [ "$scenario" = probe ]; } && [ $c = all ] &&
           lat=("$(probe_us 1 "${probes[0]}")" "$(probe_us 1 "${probes[$i]}")"
-               "$(probe_us 2 "${probes[0]}")" "$(probe_us 2 "${probes[$i]}")")
-        data+=("$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$scenario" \
+               "$(probe_us 2 "${probes[0]}")" "$(probe_us 2 "${probes[$i]}")"
+               "$(probe_field 6 "${probes[0]}")" "$(probe_field 6 "${probes[$i]}")")
+        data+=("$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$label" \
           "$size" "${labels[$((i - 1))]}" $c "$(echo "$b" | median)" "$(echo "$a" | median)" \
           "$(echo "$q" | median)" "$(echo "$bc" | median)" "$(echo "$ac" | median)" \
           "$(echo "$q" | wc -w)" "${lat[@]}")")
@@ -418,7 +459,7 @@ done
 
 if [ "$table" != none ]; then
   mkdir -p "$top/docs/data"
-  { printf 'scenario\tsize\tvariant\tclass\tovs_mpps\tvqs_mpps\tratio\tovs_cycles\tvqs_cycles\tpairs\tovs_probe_p50_us\tvqs_probe_p50_us\tovs_probe_p99_us\tvqs_probe_p99_us\n'
+  { printf 'scenario\tsize\tvariant\tclass\tovs_mpps\tvqs_mpps\tratio\tovs_cycles\tvqs_cycles\tpairs\tovs_probe_p50_us\tvqs_probe_p50_us\tovs_probe_p99_us\tvqs_probe_p99_us\tovs_cpu_pct\tvqs_cpu_pct\n'
     printf '%s\n' "${data[@]}"; } >"$top/docs/data/$table.tsv"
   "$top/scripts/bench/plot.sh" "$table" || echo "no plot (gnuplot?)" >&2
 fi

@@ -47,11 +47,12 @@ scenario_lines() {
 tsc_mhz() { grep -a -oE "at [0-9]+ MHz Clock" "$1" | tail -1 | awk '{print $2}'; }
 
 # write_table NAME LINE...: replaces the block between <!-- NAME:begin --> and <!-- NAME:end -->
-# in docs/benchmarks.md with the lines (the script's; the rest of the file is prose).
+# in docs/benchmarks.md with the lines (the script's; the rest of the file is prose). The tree is
+# $VQS_TOP if set (a script running from a copy of itself), else the one holding this file.
 write_table() {
   local table=$1 doc
   shift
-  doc=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/docs/benchmarks.md
+  doc=${VQS_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}/docs/benchmarks.md
   [ -f "$doc" ] && grep -q "<!-- $table:begin -->" "$doc" || return 0
   {
     sed "/<!-- $table:begin -->/q" "$doc"

@@ -48,8 +48,16 @@
 # SWITCH.N.data; `perf report --sort cpu,comm,sym`), instead of sampling the placement.
 set -euo pipefail
 
-top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-source "$top/scripts/bench/common.sh"
+# Runs from a copy of itself and common.sh, so that editing the tree during a run (which takes
+# long) cannot change the script under bash's feet; VQS_TOP names the tree.
+if [ -z "${VQS_TOP:-}" ]; then
+  top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  snapshot=$(mktemp -d /tmp/vqs-switch-vs-ovs.XXXXXX)
+  cp "$top/scripts/bench/switch_vs_ovs.sh" "$top/scripts/bench/common.sh" "$snapshot/"
+  VQS_TOP=$top VQS_SNAPSHOT=$snapshot exec bash "$snapshot/switch_vs_ovs.sh" "$@"
+fi
+top=$VQS_TOP
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 scenarios="pvp guest-tx guest-rx vm2vm"
 queue_size=1024
 probe_list=20
@@ -126,6 +134,7 @@ stop_all() {
 cleanup() {
   stop_all
   [ -n "${VQS_BENCH_KEEP:-}" ] || rm -rf "$run"
+  [ -z "${VQS_SNAPSHOT:-}" ] || rm -rf "$VQS_SNAPSHOT"
 }
 trap cleanup EXIT
 

@@ -27,6 +27,8 @@
 #include <cstring>
 #include <string>
 
+#include "guest_port.h"
+
 namespace {
 
 constexpr uint16_t kBurst = 32;
@@ -137,15 +139,6 @@ void run_commands() {
   g_stop.store(true);
 }
 
-// Configures and starts `port` with one queue pair.
-bool start_port(uint16_t port, rte_mempool* pool) {
-  rte_eth_conf conf{};
-  return rte_eth_dev_configure(port, 1, 1, &conf) == 0 &&
-         rte_eth_rx_queue_setup(port, 0, 0, rte_eth_dev_socket_id(port), nullptr, pool) == 0 &&
-         rte_eth_tx_queue_setup(port, 0, 0, rte_eth_dev_socket_id(port), nullptr) == 0 &&
-         rte_eth_dev_start(port) == 0;
-}
-
 void on_signal(int) { g_stop.store(true); }
 
 }  // namespace
@@ -183,7 +176,7 @@ int main(int argc, char** argv) {
   }
   uint16_t port;
   RTE_ETH_FOREACH_DEV(port) {
-    if (!start_port(port, pool)) {
+    if (!vqs::bench::start_port(port, pool)) {
       std::fprintf(stderr, "vqs-guest-tx: port %u setup failed\n", port);
       return 1;
     }

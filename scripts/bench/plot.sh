@@ -18,6 +18,16 @@ mkdir -p "$(dirname "$png")"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# gp_header PNG TITLE: the lines every plot here starts with.
+gp_header() {
+  echo "set terminal pngcairo size 1000,600 font 'sans,10'"
+  echo "set output '$1'"
+  echo "set datafile separator '\\t'"
+  echo "set title '$2'"
+  echo "set grid"
+  echo "set key outside right"
+}
+
 # One variant (no sweep): the ratio per scenario and size, all periods and each class apart.
 if [ "$(awk -F'\t' 'NR > 1 {print $3}' "$tsv" | sort -u | wc -l)" -eq 1 ]; then
   awk -F'\t' 'NR > 1 {
@@ -34,13 +44,8 @@ if [ "$(awk -F'\t' 'NR > 1 {print $3}' "$tsv" | sort -u | wc -l)" -eq 1 ]; then
       }
     }' "$tsv" >"$work/by_scenario"
   {
-    echo "set terminal pngcairo size 1000,600 font 'sans,10'"
-    echo "set output '$png'"
-    echo "set datafile separator '\\t'"
-    echo "set title 'vqswitch / OVS-DPDK, guest-side rate, median of rounds ($table, $(date -u -r "$tsv" +%F))'"
+    gp_header "$png" "vqswitch / OVS-DPDK, guest-side rate, median of rounds ($table, $(date -u -r "$tsv" +%F))"
     echo "set ylabel 'ratio'"
-    echo "set grid ytics"
-    echo "set key outside right"
     echo "set yrange [0:*]"
     echo "set xtics rotate by -30"
     echo "set xrange [-0.5:$(($(wc -l <"$work/by_scenario") - 1)).5]"
@@ -73,13 +78,10 @@ awk -F'\t' -v dir="$work" 'NR > 1 && $4 != "mixed" {
   }' "$tsv"
 
 {
-  echo "set terminal pngcairo size 1000,600 font 'sans,10'"
-  echo "set output '$png'"
-  echo "set title 'vqswitch / OVS-DPDK, guest-side rate ($table, $(head -c 10 <<<"$(date -u -r "$tsv" +%F)"))'"
+  gp_header "$png" "vqswitch / OVS-DPDK, guest-side rate ($table, $(date -u -r "$tsv" +%F))"
+  echo "set datafile separator whitespace"
   echo "set ylabel 'ratio (median of rounds)'"
   echo "set xlabel 'variant'"
-  echo "set grid ytics"
-  echo "set key outside right"
   echo "set yrange [0:*]"
   printf "set xtics ("
   awk -F'\t' '{printf "%s\"%s\" %s", (NR > 1) ? ", " : "", $2, $1}' "$work/labels"
@@ -116,15 +118,10 @@ awk -F'\t' 'NR > 1 && $11 != "-" && $11 != "" && $4 == "all" {
     print pos[$3] "\t" $11 "\t" $12 "\t" $13 "\t" $14 "\t" $3
   }' "$tsv" >"$work/latency"
 {
-  echo "set terminal pngcairo size 1000,600 font 'sans,10'"
-  echo "set output '$latency_png'"
-  echo "set datafile separator '\\t'"
-  echo "set title 'Probe one-way latency beside noisy neighbours ($table)'"
+  gp_header "$latency_png" "Probe one-way latency beside noisy neighbours ($table)"
   echo "set ylabel 'latency (us), median of periods'"
   echo "set logscale y"
   echo "set xlabel 'variant'"
-  echo "set grid ytics"
-  echo "set key outside right"
   echo "set xrange [-0.5:$(($(wc -l <"$work/latency") - 1)).5]"
   echo "plot '$work/latency' using 1:3:xticlabels(6) with linespoints lc 1 lw 2 title 'vqswitch p50', \\"
   echo "     '$work/latency' using 1:2 with linespoints lc 1 lw 2 dt 2 title 'OVS-DPDK p50', \\"
@@ -139,19 +136,14 @@ echo "plot: $latency_png"
 awk -F'\t' 'NR > 1 && $15 != "-" && $15 != "" {found = 1} END {exit !found}' "$tsv" || exit 0
 cpu_png=${png%.png}-cpu.png
 awk -F'\t' 'NR > 1 && $15 != "-" && $15 != "" && $4 == "all" {
-    print $16 "\t" $14 "\t" $3 " " $2 "B"
-    if (!(($1 $2) in ovs)) { ovs[$1 $2] = 1; print $15 "\t" $13 "\tOVS-DPDK " $2 "B" > "/dev/stderr" }
+    print $16 "\t" $14 "\t" $3 " " $1
+    if (!(($1 $2) in ovs)) { ovs[$1 $2] = 1; print $15 "\t" $13 "\tOVS-DPDK " $1 > "/dev/stderr" }
   }' "$tsv" >"$work/cpu" 2>"$work/cpu_ovs"
 {
-  echo "set terminal pngcairo size 1000,600 font 'sans,10'"
-  echo "set output '$cpu_png'"
-  echo "set datafile separator '\\t'"
-  echo "set title 'Switch CPU use against the probe p99 latency ($table)'"
+  gp_header "$cpu_png" "Switch CPU use against the probe p99 latency ($table)"
   echo "set xlabel 'switch process CPU (% of one CPU), median of periods'"
   echo "set ylabel 'probe p99 latency (us)'"
   echo "set logscale y"
-  echo "set grid"
-  echo "set key outside right"
   echo "set xrange [0:*]"
   echo "plot '$work/cpu' using 1:2 with points pt 7 ps 1.5 title 'vqswitch', \\"
   echo "     '' using 1:2:3 with labels offset 0,1 font 'sans,8' notitle, \\"

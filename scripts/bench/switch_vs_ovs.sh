@@ -138,6 +138,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# guest_ports SCENARIO: the names of the guest's ports on each switch.
+guest_ports() {
+  case "$1" in
+    vm2vm) echo vm0 vm1 ;;
+    noisy | probe) echo vm0 vm1 vm2 ;;
+    *) echo vm0 ;;
+  esac
+}
+
 # Guest port k's MAC (flowgen's peers in vm2vm).
 mac_of() { printf '02:00:00:5e:00:%02x' "$1"; }
 
@@ -183,12 +192,7 @@ start_ovs() {
     ovs-ofctl add-flow br0 in_port=nic0,actions=output:vm0
   fi
   sw_pids+=("$(cat "$OVS_RUNDIR/ovs-vswitchd.pid")")
-  sockets+=("$OVS_RUNDIR/vm0")
-  case "$scenario" in
-    vm2vm) sockets+=("$OVS_RUNDIR/vm1") ;;
-    noisy | probe) sockets+=("$OVS_RUNDIR/vm1" "$OVS_RUNDIR/vm2") ;;
-  esac
-  return 0
+  for v in $(guest_ports "$scenario"); do sockets+=("$OVS_RUNDIR/$v"); done
 }
 
 # start_vqswitch INDEX SCENARIO SIZE: vqswitch variant INDEX (1..), as start_ovs.
@@ -232,12 +236,7 @@ start_vqswitch() {
   "$vqswitch" --config "$yaml" >"$run/vqswitch$i.log" 2>&1 &
   pids+=($!)
   sw_pids+=($!)
-  sockets+=("$run/vqs$i-vm0.sock")
-  case "$scenario" in
-    vm2vm) sockets+=("$run/vqs$i-vm1.sock") ;;
-    noisy | probe) sockets+=("$run/vqs$i-vm1.sock" "$run/vqs$i-vm2.sock") ;;
-  esac
-  return 0
+  for v in $(guest_ports "$scenario"); do sockets+=("$run/vqs$i-$v.sock"); done
 }
 
 # start_guest SCENARIO SIZE SOCKET...: the guest testpmd, interactive, reading from a fifo.
@@ -383,9 +382,7 @@ for scenario in $scenarios; do
     [ "$point" = "$size" ] || probe_us=${point#*/}
     label=$scenario
     [ "$scenario" = probe ] && label="probe@$((1000000 / probe_us))pps"
-    per_switch=1
-    [ "$scenario" = vm2vm ] && per_switch=2
-    case "$scenario" in noisy | probe) per_switch=3 ;; esac
+    per_switch=$(guest_ports "$scenario" | wc -w)
     sockets=() sw_pids=()
     start_ovs "$scenario" "$size"
     for i in $(seq ${#labels[@]}); do start_vqswitch "$i" "$scenario" "$size"; done

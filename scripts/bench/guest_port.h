@@ -1,0 +1,18 @@
+// What the benchmark guests (vqs-guest-tx, vqs-noisy-guest) share: starting their ports.
+#pragma once
+
+#include <rte_ethdev.h>
+#include <rte_mempool.h>
+
+namespace vqs::bench {
+
+// Configures and starts `port` with one queue pair, rings of the driver's default size.
+inline bool start_port(uint16_t port, rte_mempool* pool) {
+  rte_eth_conf conf{};
+  return rte_eth_dev_configure(port, 1, 1, &conf) == 0 &&
+         rte_eth_rx_queue_setup(port, 0, 0, rte_eth_dev_socket_id(port), nullptr, pool) == 0 &&
+         rte_eth_tx_queue_setup(port, 0, 0, rte_eth_dev_socket_id(port), nullptr) == 0 &&
+         rte_eth_dev_start(port) == 0;
+}
+
+}  // namespace vqs::bench

@@ -129,7 +129,9 @@ stop_all() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   for f in "$OVS_RUNDIR"/*.pid; do [ -f "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null || true; done
   pids=() sw_pids=()
-  rm -rf /dev/hugepages/"$tag"-* /var/run/dpdk/"$tag"-*
+  # A socket left by a switch that had to be killed would let the next guest start before the
+  # next switch has replaced it.
+  rm -rf /dev/hugepages/"$tag"-* /var/run/dpdk/"$tag"-* "$run"/*.sock
 }
 cleanup() {
   stop_all
@@ -271,7 +273,9 @@ start_guest() {
   pids+=($!)
   guest_pid=$!
   exec {fd_guest}>"$run/guest.in"
-  for _ in $(seq 200); do grep -aq "testpmd>" "$run/guest.log" 2>/dev/null && break; sleep 0.1; done
+  # Every switch polls until the guest is up (they answer its vhost-user messages), and the
+  # guest's main thread shares CPU 1 with their lcores: with several switches it takes a while.
+  for _ in $(seq 600); do grep -aq "testpmd>" "$run/guest.log" 2>/dev/null && break; sleep 0.2; done
   grep -aq "testpmd>" "$run/guest.log" || { echo "guest did not start; see $run/guest.log" >&2; exit 1; }
   sleep 1
 }

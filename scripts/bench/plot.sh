@@ -20,7 +20,7 @@ trap 'rm -rf "$work"' EXIT
 
 # gp_header PNG TITLE: the lines every plot here starts with.
 gp_header() {
-  echo "set terminal pngcairo size 1000,600 font 'sans,10'"
+  echo "set terminal pngcairo size 1000,600 font 'sans,10' noenhanced"
   echo "set output '$1'"
   echo "set datafile separator '\\t'"
   echo "set title '$2'"
@@ -136,19 +136,20 @@ echo "plot: $latency_png"
 awk -F'\t' 'NR > 1 && $15 != "-" && $15 != "" {found = 1} END {exit !found}' "$tsv" || exit 0
 cpu_png=${png%.png}-cpu.png
 awk -F'\t' 'NR > 1 && $15 != "-" && $15 != "" && $4 == "all" {
-    print $16 "\t" $14 "\t" $3 " " $1
-    if (!(($1 $2) in ovs)) { ovs[$1 $2] = 1; print $15 "\t" $13 "\tOVS-DPDK " $1 > "/dev/stderr" }
+    print $16 "\t" $14 "\t" $12 "\t" $3 " " $1
+    if (!(($1 $2) in ovs)) { ovs[$1 $2] = 1; print $15 "\t" $13 "\t" $11 "\tOVS-DPDK " $1 > "/dev/stderr" }
   }' "$tsv" >"$work/cpu" 2>"$work/cpu_ovs"
 {
-  gp_header "$cpu_png" "Switch CPU use against the probe p99 latency ($table)"
+  gp_header "$cpu_png" "Switch CPU use against the probe latency ($table)"
   echo "set xlabel 'switch process CPU (% of one CPU), median of periods'"
-  echo "set ylabel 'probe p99 latency (us)'"
+  echo "set ylabel 'probe latency (us): p99 filled, p50 open'"
   echo "set logscale y"
   echo "set xrange [0:*]"
-  echo "plot '$work/cpu' using 1:2 with points pt 7 ps 1.5 title 'vqswitch', \\"
-  echo "     '' using 1:2:3 with labels offset 0,1 font 'sans,8' notitle, \\"
-  echo "     '$work/cpu_ovs' using 1:2 with points pt 5 ps 1.5 title 'OVS-DPDK', \\"
-  echo "     '' using 1:2:3 with labels offset 0,-1 font 'sans,8' notitle"
+  echo "plot '$work/cpu' using 1:2 with points lc 1 pt 7 ps 1.5 title 'vqswitch p99', \\"
+  echo "     '' using 1:3 with points lc 1 pt 6 ps 1.5 title 'vqswitch p50', \\"
+  echo "     '' using 1:3:4 with labels offset 0,-1 font 'sans,7' notitle, \\"
+  echo "     '$work/cpu_ovs' using 1:2 with points lc 2 pt 5 ps 1.5 title 'OVS-DPDK p99', \\"
+  echo "     '' using 1:3 with points lc 2 pt 4 ps 1.5 title 'OVS-DPDK p50'"
 } >"$work/cpu.gp"
 gnuplot "$work/cpu.gp"
 echo "plot: $cpu_png"

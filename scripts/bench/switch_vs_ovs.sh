@@ -325,7 +325,10 @@ period() {
   guest start
   sleep 1
   [ "$i" -eq 0 ] && appctl dpif-netdev/pmd-stats-clear >/dev/null
-  read -r c0 p0 < <(switch_counters "$i")
+  # $(...) waits for the reader (for vqswitch a Python process) to finish, and the pause lets
+  # it go before the period starts: a process exiting on either CPU stalls a poller.
+  read -r c0 p0 <<<"$(switch_counters "$i")"
+  sleep 0.2
   guest "show port stats all"  # starts the rate's interval
   local ticks0 ticks1 t0 t1
   ticks0=$(cpu_ticks "${sw_pids[$i]}")
@@ -343,7 +346,7 @@ period() {
   ticks1=$(cpu_ticks "${sw_pids[$i]}")
   t1=$(date +%s%N)
   sleep 0.3
-  read -r c1 p1 < <(switch_counters "$i")
+  read -r c1 p1 <<<"$(switch_counters "$i")"
   guest stop
   sleep 0.3
   kill -STOP "${sw_pids[$i]}"

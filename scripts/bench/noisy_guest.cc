@@ -36,8 +36,8 @@ namespace {
 constexpr uint16_t kBurst = 32;
 constexpr uint32_t kProbeLen = 64;
 constexpr uint32_t kProbeMagic = 0x76717370;  // "vqsp"
-// Latencies kept between two reports: 2^20 probes, 21 s at the default 50k probes/s.
-constexpr uint32_t kLatencyCapacity = 1u << 20;
+// Latencies kept between two reports: 2^23 probes, 8 s at 1M probes/s (--probe-us 1).
+constexpr uint32_t kLatencyCapacity = 1u << 23;
 
 struct ActiveSet {
   uint16_t flood = RTE_MAX_ETHPORTS;  // RTE_MAX_ETHPORTS: stopped
@@ -56,10 +56,11 @@ std::atomic<bool> g_stop{false};
 std::atomic<uint32_t> g_generation{0};
 ActiveSet g_set_shared;  // written by the main lcore before the generation moves
 std::atomic<uint64_t> g_flood_sent{0};
-std::atomic<uint64_t> g_probes_received{0};
 // Probes are numbered: the loss over an interval is how far the highest number received moved,
-// less what arrived, so probes still in flight at its end are not counted lost.
-std::atomic<uint64_t> g_highest_seq{0};
+// less how many arrived, so probes still in flight at its end are not counted lost. Both are
+// published in one word (highest number + 1 above, valid probes received below, each modulo
+// 2^32), so a report never pairs one's new value with the other's old one.
+std::atomic<uint64_t> g_probe_progress{0};
 std::vector<uint32_t> g_latency_ns(kLatencyCapacity);
 std::atomic<uint64_t> g_latency_count{0};  // released after each entry is written
 
@@ -124,20 +125,24 @@ int worker_loop(void* arg) {
     if (n == 0) continue;
     now = rte_rdtsc();
     uint64_t count = g_latency_count.load(std::memory_order_relaxed);
-    uint64_t highest = g_highest_seq.load(std::memory_order_relaxed);
+    const uint64_t progress = g_probe_progress.load(std::memory_order_relaxed);
+    uint32_t highest = static_cast<uint32_t>(progress >> 32);
+    uint32_t received = static_cast<uint32_t>(progress);
     for (uint16_t i = 0; i < n; ++i) {
       const auto* p = rte_pktmbuf_mtod_offset(pkts[i], const ProbePayload*, sizeof(rte_ether_hdr));
       if (rte_pktmbuf_data_len(pkts[i]) >= sizeof(rte_ether_hdr) + sizeof(ProbePayload) &&
           p->magic == kProbeMagic && now >= p->sent_tsc) {
-        const uint64_t ns = ((now - p->sent_tsc) * ns_per_cycle_q32) >> 32;
+        // In 128 bits: a probe left in a ring since an earlier period is seconds old.
+        const auto ns = static_cast<uint64_t>(
+            (static_cast<unsigned __int128>(now - p->sent_tsc) * ns_per_cycle_q32) >> 32);
         g_latency_ns[count % kLatencyCapacity] = static_cast<uint32_t>(std::min<uint64_t>(ns, UINT32_MAX));
         ++count;
-        highest = std::max<uint64_t>(highest, p->seq + uint64_t{1});
+        ++received;
+        if (static_cast<int32_t>(p->seq + 1 - highest) > 0) highest = p->seq + 1;
       }
     }
     g_latency_count.store(count, std::memory_order_release);
-    g_highest_seq.store(highest, std::memory_order_relaxed);
-    g_probes_received.fetch_add(n, std::memory_order_relaxed);
+    g_probe_progress.store((uint64_t{highest} << 32) | received, std::memory_order_relaxed);
     rte_pktmbuf_free_bulk(pkts, n);
   }
   return 0;
@@ -148,14 +153,17 @@ void report(uint64_t* last_tsc, uint64_t* last_flood, uint64_t* last_highest,
             uint64_t* last_received, uint64_t* last_count) {
   const uint64_t now = rte_get_tsc_cycles();
   const uint64_t flood = g_flood_sent.load();
-  const uint64_t highest = g_highest_seq.load();
-  const uint64_t received = g_probes_received.load();
+  const uint64_t progress = g_probe_progress.load();
+  const auto highest = static_cast<uint32_t>(progress >> 32);
+  const auto received = static_cast<uint32_t>(progress);
   const uint64_t count = g_latency_count.load(std::memory_order_acquire);
   const double seconds =
       *last_tsc == 0 ? 0 : static_cast<double>(now - *last_tsc) / static_cast<double>(rte_get_tsc_hz());
   auto pps = [&](uint64_t d) { return seconds > 0 ? static_cast<unsigned long>(d / seconds) : 0UL; };
-  std::printf("  Tx-pps: %12lu\n  Rx-pps: %12lu\n", pps(flood - *last_flood),
-              pps(received - *last_received));
+  // Modulo 2^32, as published.
+  const uint32_t sent_d = highest - static_cast<uint32_t>(*last_highest);  // numbered meanwhile
+  const uint32_t received_d = received - static_cast<uint32_t>(*last_received);
+  std::printf("  Tx-pps: %12lu\n  Rx-pps: %12lu\n", pps(flood - *last_flood), pps(received_d));
   std::vector<uint32_t> lat;
   const uint64_t first = std::max(*last_count, count > kLatencyCapacity ? count - kLatencyCapacity : 0);
   lat.reserve(count - first);
@@ -164,8 +172,6 @@ void report(uint64_t* last_tsc, uint64_t* last_flood, uint64_t* last_highest,
   auto at = [&](double q) {
     return lat.empty() ? 0UL : static_cast<unsigned long>(lat[static_cast<size_t>(q * (lat.size() - 1))]);
   };
-  const uint64_t sent_d = highest - *last_highest;  // numbered within the interval
-  const uint64_t received_d = received - *last_received;
   std::printf("  Probe-latency-ns: p50 %lu p99 %lu p999 %lu max %lu lost %lu of %lu\n", at(0.5),
               at(0.99), at(0.999), lat.empty() ? 0UL : static_cast<unsigned long>(lat.back()),
               static_cast<unsigned long>(sent_d > received_d ? sent_d - received_d : 0),

@@ -120,7 +120,7 @@ appctl() { ovs-appctl -t "$(echo "$OVS_RUNDIR"/ovs-vswitchd*."$(cat "$OVS_RUNDIR
 
 stop_all() {
   local p
-  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}" "${sw_pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; done
   # A subshell writes: a guest that is gone would have the write's SIGPIPE end this shell.
   [ -n "${fd_guest:-}" ] && { (echo quit >&"$fd_guest") 2>/dev/null || true; exec {fd_guest}>&-; fd_guest=""; }
   for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
@@ -351,7 +351,7 @@ period() {
   sleep 0.3
   kill -STOP "${sw_pids[$i]}"
   rate=$(tail -c +$((at + 1)) "$run/guest.log" | grep -a -oE "$key: +[0-9]+" |
-    awk '{s += $2} END {printf "%.3f", s / 1e6}')
+    awk '{s += $2} END {printf "%.3f", s / 1e6}' || true)
   probe=$(tail -c +$((at + 1)) "$run/guest.log" | grep -a "Probe-latency-ns:" | tail -1 |
     awk '{print $3 "/" $5 "/" $7 "/" $11 "/" $13}' || true)
   [ -n "$probe" ] && probe+=$(awk -v a="$ticks0" -v b="$ticks1" -v t0="$t0" -v t1="$t1" \

@@ -542,7 +542,6 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
   // The gate is closed: the ring is ours to set up as the owner last asked.
   if (v.kicks_armed.load()) v.queue.ring().set_kicks_enabled(true);
   v.kickfd = vr.kickfd;
-  v.ring_size.store(vr.size, std::memory_order_relaxed);
   watch_kickfd_locked(v, true);
   return true;
 }
@@ -614,7 +613,6 @@ void VhostDevice::stop_vring_locked(uint16_t index) {
   const SplitRing& ring = v.queue.ring();
   rte_vhost_set_vring_base(vid_, index, ring.last_avail_idx(), ring.last_used_idx());
   v.queue.stop();
-  v.ring_size.store(0, std::memory_order_relaxed);
   v.started = false;
   if (v.zero_copy != nullptr) {
     // The session is over (device stopped or gone): what is still lent never comes back to this

@@ -98,11 +98,6 @@ class VhostDevice {
   void leave(uint16_t vring) { vrings_[vring].gate.leave(); }
   // Whether enter() would admit the datapath to `vring` now (a hint: it may change at any time).
   bool vring_ready(uint16_t vring) const { return vrings_[vring].gate.is_open(); }
-  // The guest's ring size for `vring` while our datapath is attached to it, else 0. Any thread,
-  // without entering the gate (a hint: it may change at any time).
-  uint16_t ring_size(uint16_t vring) const {
-    return vrings_[vring].ring_size.load(std::memory_order_relaxed);
-  }
   // Whether the served guest has enabled `vring`, whatever our datapath's state. Control plane
   // (takes our mutex, which listener calls are made without).
   bool vring_enabled(uint16_t vring);
@@ -166,8 +161,7 @@ class VhostDevice {
     int kickfd = -1;       // the guest's, while started
     int waiter_epfd = -1;  // the owner's epoll fd that kickfd is registered in
     std::atomic<bool> kicks_armed{false};
-    std::atomic<uint16_t> ring_size{0};  // the guest's, while started
-    ZeroCopyTracker::Handle zero_copy;   // guest TX vrings, with options.zero_copy
+    ZeroCopyTracker::Handle zero_copy;  // guest TX vrings, with options.zero_copy
   };
   // Stopping a guest TX vring with chains lent: waits (bounded) for their completions and returns
   // them to the guest before the ring's indices are handed back.

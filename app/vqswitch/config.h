@@ -26,13 +26,13 @@ struct SourcePos {
   int column = 0;
 };
 
-// A queue's share of its lcore: a visit ends when either is spent or the queue is empty.
 // Packets per visit when the config gives none: chosen from the sweeps in docs/benchmarks.md
 // ("Packet weights"), the reasons in docs/configuration.md. Not tied to the ring size: 2 x ring
 // (the earlier default) let a NIC queue's visit last long enough for a guest's TX ring to
 // overflow behind it, and held a neighbour's packets for as long.
 constexpr uint32_t kDefaultPacketWeight = 64;
 
+// A queue's share of its lcore: a visit ends when either is spent or the queue is empty.
 struct Weight {
   uint32_t packets = kDefaultPacketWeight;
   uint32_t bytes = 512 << 10;

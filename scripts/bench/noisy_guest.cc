@@ -5,10 +5,10 @@
 //   vqs-noisy-guest EAL-ARGS -- [--size BYTES] [--probe-us US] [--flood 0|1]
 //
 // One worker lcore drives three ports of the active set: the first floods --size frames (64 B)
-// as fast as its ring takes them (unless --flood 0), the second sends a 64-byte probe every --probe-us (20)
-// microseconds carrying its sequence number and the TSC at sending, the third receives the
-// probes (the switch forwards the second port to the third) and records each one's latency:
-// TSC at reception minus TSC at sending (one process, one CPU: one clock). Reads testpmd's
+// as fast as its ring takes them (unless --flood 0), the second sends a 64-byte probe every
+// --probe-us (20) microseconds carrying its sequence number and the TSC at sending, the third
+// receives the probes (the switch forwards the second port to the third) and records each one's
+// latency: TSC at reception minus TSC at sending (one process, one CPU: one clock). Reads testpmd's
 // commands that switch_vs_ovs.sh sends from stdin ("set portlist A,B,C", "start", "stop",
 // "show port stats all", "quit") and answers "show port stats all" with, since the previous
 // one: the flooder's Tx-pps, the probe's Rx-pps, and a line
@@ -135,7 +135,8 @@ int worker_loop(void* arg) {
         // In 128 bits: a probe left in a ring since an earlier period is seconds old.
         const auto ns = static_cast<uint64_t>(
             (static_cast<unsigned __int128>(now - p->sent_tsc) * ns_per_cycle_q32) >> 32);
-        g_latency_ns[count % kLatencyCapacity] = static_cast<uint32_t>(std::min<uint64_t>(ns, UINT32_MAX));
+        g_latency_ns[count % kLatencyCapacity] =
+            static_cast<uint32_t>(std::min<uint64_t>(ns, UINT32_MAX));
         ++count;
         ++received;
         if (static_cast<int32_t>(p->seq + 1 - highest) > 0) highest = p->seq + 1;
@@ -158,19 +159,24 @@ void report(uint64_t* last_tsc, uint64_t* last_flood, uint64_t* last_highest,
   const auto received = static_cast<uint32_t>(progress);
   const uint64_t count = g_latency_count.load(std::memory_order_acquire);
   const double seconds =
-      *last_tsc == 0 ? 0 : static_cast<double>(now - *last_tsc) / static_cast<double>(rte_get_tsc_hz());
-  auto pps = [&](uint64_t d) { return seconds > 0 ? static_cast<unsigned long>(d / seconds) : 0UL; };
+      *last_tsc == 0 ? 0
+                     : static_cast<double>(now - *last_tsc) / static_cast<double>(rte_get_tsc_hz());
+  auto pps = [&](uint64_t d) {
+    return seconds > 0 ? static_cast<unsigned long>(d / seconds) : 0UL;
+  };
   // Modulo 2^32, as published.
   const uint32_t sent_d = highest - static_cast<uint32_t>(*last_highest);  // numbered meanwhile
   const uint32_t received_d = received - static_cast<uint32_t>(*last_received);
   std::printf("  Tx-pps: %12lu\n  Rx-pps: %12lu\n", pps(flood - *last_flood), pps(received_d));
   std::vector<uint32_t> lat;
-  const uint64_t first = std::max(*last_count, count > kLatencyCapacity ? count - kLatencyCapacity : 0);
+  const uint64_t first =
+      std::max(*last_count, count > kLatencyCapacity ? count - kLatencyCapacity : 0);
   lat.reserve(count - first);
   for (uint64_t i = first; i < count; ++i) lat.push_back(g_latency_ns[i % kLatencyCapacity]);
   std::sort(lat.begin(), lat.end());
   auto at = [&](double q) {
-    return lat.empty() ? 0UL : static_cast<unsigned long>(lat[static_cast<size_t>(q * (lat.size() - 1))]);
+    return lat.empty() ? 0UL
+                       : static_cast<unsigned long>(lat[static_cast<size_t>(q * (lat.size() - 1))]);
   };
   std::printf("  Probe-latency-ns: p50 %lu p99 %lu p999 %lu max %lu lost %lu of %lu\n", at(0.5),
               at(0.99), at(0.999), lat.empty() ? 0UL : static_cast<unsigned long>(lat.back()),
@@ -227,14 +233,17 @@ int main(int argc, char** argv) {
   uint32_t probe_us = 20;
   bool flood = true;
   for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--size") == 0) size = static_cast<uint32_t>(std::atoi(argv[++i]));
+    if (std::strcmp(argv[i], "--size") == 0)
+      size = static_cast<uint32_t>(std::atoi(argv[++i]));
     else if (std::strcmp(argv[i], "--probe-us") == 0)
       probe_us = static_cast<uint32_t>(std::atoi(argv[++i]));
     else if (std::strcmp(argv[i], "--flood") == 0)
       flood = std::atoi(argv[++i]) != 0;
   }
   if (size < 60 || size > 1518 || probe_us == 0) {
-    std::fprintf(stderr, "usage: vqs-noisy-guest EAL-ARGS -- [--size 60..1518] [--probe-us US] [--flood 0|1]\n");
+    std::fprintf(
+        stderr,
+        "usage: vqs-noisy-guest EAL-ARGS -- [--size 60..1518] [--probe-us US] [--flood 0|1]\n");
     return 2;
   }
   const unsigned worker = rte_get_next_lcore(-1, 1, 0);

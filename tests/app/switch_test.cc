@@ -280,8 +280,8 @@ TEST_CASE("the default packet weight is a fixed count, not the ring's size") {
   slots[0].port = &a;  // weight: the default
   WeightedPoller poller(std::move(slots), 32);
   RxSlot& slot = poller.slots()[0];
-  const uint32_t taken =
-      poller.visit(slot, [](RxSlot&, rte_mbuf** pkts, uint16_t n) { rte_pktmbuf_free_bulk(pkts, n); });
+  const uint32_t taken = poller.visit(
+      slot, [](RxSlot&, rte_mbuf** pkts, uint16_t n) { rte_pktmbuf_free_bulk(pkts, n); });
   CHECK(taken == kDefaultPacketWeight);
   CHECK(slot.visits_ended_by_weight == 1);
 }

@@ -28,6 +28,25 @@ gp_header() {
   echo "set key outside right"
 }
 
+# The share scenario (TABLE-shares.tsv): per variant and guest port, the share of packets and of
+# bytes the switch took from it, beside the share its weights ask for.
+shares_tsv=$top/docs/data/$table-shares.tsv
+if [ -f "$shares_tsv" ]; then
+  awk -F'\t' 'NR > 1 {print $1 " " $3 "\t" $4 "\t" $5 "\t" $6}' "$shares_tsv" >"$work/shares"
+  {
+    gp_header "${png%.png}-shares.png" "Shares of one switch lcore under overload ($table, $(date -u -r "$shares_tsv" +%F))"
+    echo "set style data histograms"
+    echo "set style histogram clustered gap 1"
+    echo "set style fill solid 0.8 border -1"
+    echo "set ylabel 'share of what the lcore took (%)'"
+    echo "set yrange [0:100]"
+    echo "set xtics rotate by -30"
+    echo "plot '$work/shares' using 2:xticlabels(1) title 'expected (weights)', '' using 3 title 'packets', '' using 4 title 'bytes'"
+  } >"$work/shares.gp"
+  gnuplot "$work/shares.gp"
+  echo "plot: ${png%.png}-shares.png"
+fi
+
 # One variant (no sweep): the ratio per scenario and size, all periods and each class apart.
 if [ "$(awk -F'\t' 'NR > 1 {print $3}' "$tsv" | sort -u | wc -l)" -eq 1 ]; then
   awk -F'\t' 'NR > 1 {
@@ -106,6 +125,44 @@ awk -F'\t' -v dir="$work" 'NR > 1 && $4 != "mixed" {
 } >"$work/plot.gp"
 gnuplot "$work/plot.gp"
 echo "plot: $png"
+
+# With losses recorded (intr-rx): the loss against the variant, one line per offered load,
+# vqswitch solid and OVS-DPDK dashed.
+if awk -F'\t' 'NR > 1 && $17 != "-" && $17 != "" {found = 1} END {exit !found}' "$tsv"; then
+  loss_png=${png%.png}-loss.png
+  awk -F'\t' -v dir="$work" 'NR > 1 && $17 != "-" && $17 != "" && $4 == "all" {
+      if (!($3 in pos)) { pos[$3] = n++; print pos[$3] "\t" $3 > (dir "/loss_labels") }
+      if (!($1 in seen)) { seen[$1] = 1; keys[k++] = $1 }
+      rows[$1] = rows[$1] pos[$3] "\t" $17 "\t" $18 "\n"
+    }
+    END {
+      for (i = 0; i < k; i++) {
+        printf "%s\n\n", rows[keys[i]] > (dir "/loss")
+        print keys[i] > (dir "/loss_titles")
+      }
+    }' "$tsv"
+  {
+    gp_header "$loss_png" "Frames lost on the way to a receiver that sleeps until notified ($table)"
+    echo "set datafile separator whitespace"
+    echo "set ylabel 'lost (%), median of periods'"
+    echo "set xlabel 'variant'"
+    echo "set yrange [0:*]"
+    printf "set xtics ("
+    awk -F'\t' '{printf "%s\"%s\" %s", (NR > 1) ? ", " : "", $2, $1}' "$work/loss_labels"
+    echo ")"
+    echo "set xrange [-0.5:$(($(wc -l <"$work/loss_labels") - 1)).5]"
+    printf "plot 0 with lines lc rgb 'black' notitle"
+    i=0
+    while read -r title; do
+      printf ", '%s' index %d using 1:3 with linespoints lc %d lw 2 title 'vqswitch %s'" "$work/loss" "$i" $((i + 1)) "$title"
+      printf ", '%s' index %d using 1:2 with lines lc %d lw 1 dt 2 title 'OVS-DPDK %s'" "$work/loss" "$i" $((i + 1)) "$title"
+      i=$((i + 1))
+    done <"$work/loss_titles"
+    echo
+  } >"$work/loss.gp"
+  gnuplot "$work/loss.gp"
+  echo "plot: $loss_png"
+fi
 
 # The noisy neighbour's probe: p50 and p99 latency against the variant, vqswitch's and
 # OVS-DPDK's (the first scenario and size with probes).

@@ -30,14 +30,26 @@
 #             microseconds: the offered load; the probes' Rx-pps, latency and loss, and the
 #             switch process's CPU use (utime + stime over the period): with busy_poll_us set,
 #             what sleeping gives back and what it costs the probe
+#   intr-rx   a receiver that sleeps until notified (build/scripts/bench/vqs-intr-guest: epoll on
+#             its Rx queue's call eventfd, as a Linux guest waits for its interrupt), fed through
+#             the switch by a sender in the same guest at --pps packets per second (bursts of 32
+#             on a timerfd): what the receiver got, the loss, and its wake-ups; with notification
+#             coalescing a sleeping receiver's ring fills until the switch notifies it, and the
+#             refill threshold is what notifies it early
+#   share     three guest ports (build/scripts/bench/vqs-share-guest) flooding at once, each to
+#             its own net_null sink, more than the lcore can take: the share of packets and of
+#             bytes the switch takes from each, against the shares --expect names (the ratio of
+#             the weights the variant gives the ports), and Jain's index of the two; --sizes
+#             items are comma lists there, the frame size of each port ("64,512,1500")
 #
 #   scripts/bench/switch_vs_ovs.sh [--scenarios "pvp guest-tx guest-rx vm2vm"] [--sizes "64 1500"]
 #       [--rounds N] [--seconds S] [--variant LABEL 'YAML'] ... [--cpu-state] [--table NAME]
-#       [--queue-size N] [--probe-us US]
+#       [--queue-size N] [--probe-us US] [--expect "1:2:4"] [--pps "N ..."]
 #
 # --variant LABEL 'YAML[|LCORE_YAML]': a vqswitch whose every port mapping has YAML added (flow
 # style, e.g. 'weight: {packets: 32}') and whose lcore entry has LCORE_YAML added (e.g.
-# '|busy_poll_us: 50'); repeat for several (a sweep); without any, one vqswitch with the
+# '|busy_poll_us: 50'); in share, YAML may be one part per guest port, 'A;B;C'; repeat for
+# several (a sweep); without any, one vqswitch with the
 # defaults, labelled "vqswitch". --probe-us "US ...": the probe's interval in noisy and probe
 # (20); several: each in turn, as sizes are. --cpu-state: each period's placement class (near, far, mixed;
 # see pvp_interleaved.sh), sampled with the guest and the switch under test frozen, and the
@@ -62,6 +74,9 @@ scenarios="pvp guest-tx guest-rx vm2vm"
 queue_size=1024
 probe_list=20
 probe_us=20
+expect=1:1:1
+pps_list=1000000
+pps=1000000
 sizes="64 1500"
 rounds=10
 seconds=3
@@ -79,6 +94,8 @@ while [ $# -gt 0 ]; do
     --table) table=$2; shift 2 ;;
     --queue-size) queue_size=$2; shift 2 ;;
     --probe-us) probe_list=$2; shift 2 ;;
+    --expect) expect=$2; shift 2 ;;
+    --pps) pps_list=$2; shift 2 ;;
     --cpu-state) cpu_state=$top/build/scripts/bench/vqs-cpu-share; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -89,6 +106,10 @@ for s in $scenarios; do
     pvp | guest-tx | guest-rx | vm2vm) ;;
     noisy | probe) [ -x "$top/build/scripts/bench/vqs-noisy-guest" ] ||
       { echo "build first: vqs-noisy-guest" >&2; exit 1; } ;;
+    share) [ -x "$top/build/scripts/bench/vqs-share-guest" ] ||
+      { echo "build first: vqs-share-guest" >&2; exit 1; } ;;
+    intr-rx) [ -x "$top/build/scripts/bench/vqs-intr-guest" ] ||
+      { echo "build first: vqs-intr-guest" >&2; exit 1; } ;;
     *) echo "scenario $s?" >&2; exit 2 ;;
   esac
 done
@@ -144,7 +165,8 @@ trap cleanup EXIT
 guest_ports() {
   case "$1" in
     vm2vm) echo vm0 vm1 ;;
-    noisy | probe) echo vm0 vm1 vm2 ;;
+    noisy | probe | share) echo vm0 vm1 vm2 ;;
+    intr-rx) echo vm0 vm1 ;;
     *) echo vm0 ;;
   esac
 }
@@ -183,6 +205,18 @@ start_ovs() {
     for pair in nic0,nic1 vm0,nic2 vm1,vm2; do
       ovs-ofctl add-flow br0 "in_port=${pair%,*},actions=output:${pair#*,}"
       ovs-ofctl add-flow br0 "in_port=${pair#*,},actions=output:${pair%,*}"
+    done
+  elif [ "$scenario" = intr-rx ]; then
+    vsctl add-port br0 vm0 -- set Interface vm0 type=dpdkvhostuser
+    vsctl add-port br0 vm1 -- set Interface vm1 type=dpdkvhostuser
+    ovs-ofctl del-flows br0
+    ovs-ofctl add-flow br0 in_port=vm0,actions=output:vm1
+  elif [ "$scenario" = share ]; then
+    ovs-ofctl del-flows br0
+    for k in 0 1 2; do
+      vsctl add-port br0 vm$k -- set Interface vm$k type=dpdkvhostuser
+      vsctl add-port br0 nic$k -- set Interface nic$k type=dpdk "options:dpdk-devargs=net_null$k,no-rx=1"
+      ovs-ofctl add-flow br0 in_port=vm$k,actions=output:nic$k
     done
   else
     null="net_null0,size=$size"
@@ -227,6 +261,21 @@ start_vqswitch() {
       echo "  - {name: nic2, type: ethdev, device: \"net_null2,no-rx=1\"$port_extra}"
       echo "$lcores"
       echo "forwarding: {mode: xconnect, pairs: [[nic0, nic1], [vm0, nic2], [vm1, vm2]]}"
+    elif [ "$scenario" = intr-rx ]; then
+      echo "  - {name: vm1, type: vhost, socket: $run/vqs$i-vm1.sock$port_extra}"
+      echo "$lcores"
+      echo "forwarding: {mode: xconnect, pairs: [[vm0, vm1]]}"
+    elif [ "$scenario" = share ]; then
+      # Each guest port its own part of the variant's port YAML ("A;B;C"; one part: all).
+      local parts part
+      IFS=';' read -r -a parts <<<"$extra"
+      for k in 0 1 2; do
+        part=${parts[$k]:-${parts[$((${#parts[@]} - 1))]:-}}
+        echo "  - {name: vm$k, type: vhost, socket: $run/vqs$i-vm$k.sock${part:+, $part}}"
+        echo "  - {name: nic$k, type: ethdev, device: \"net_null$k,no-rx=1\"}"
+      done
+      echo "$lcores"
+      echo "forwarding: {mode: xconnect, pairs: [[vm0, nic0], [vm1, nic1], [vm2, nic2]]}"
     else
       echo "  - {name: nic0, type: ethdev, device: \"$null\"$port_extra}"
       echo "$lcores"
@@ -253,13 +302,17 @@ start_guest() {
     peers+=("--eth-peer=$k,$(mac_of $((k ^ 1)))")
     k=$((k + 1))
   done
-  [ "$size" -gt 1800 ] && fwd+=("--mbuf-size=$((size + 256))")
+  [[ $size != *,* ]] && [ "$size" -gt 1800 ] && fwd+=("--mbuf-size=$((size + 256))")
   testpmd_args=(-i --port-topology=loop --nb-cores=1)
   case "$scenario" in
     noisy) prog=("$top/build/scripts/bench/vqs-noisy-guest"); testpmd_args=()
       fwd=(--size "$size" --probe-us "$probe_us") ;;
     probe) prog=("$top/build/scripts/bench/vqs-noisy-guest"); testpmd_args=()
       fwd=(--size "$size" --probe-us "$probe_us" --flood 0) ;;
+    share) prog=("$top/build/scripts/bench/vqs-share-guest"); testpmd_args=()
+      fwd=(--sizes "$size") ;;
+    intr-rx) prog=("$top/build/scripts/bench/vqs-intr-guest"); testpmd_args=()
+      fwd=(--size "$size" --pps "$pps") ;;
     pvp) fwd+=(--forward-mode=macswap) ;;
     guest-tx) fwd+=(--forward-mode=txonly "--txpkts=$size") ;;
     guest-rx) fwd+=(--forward-mode=rxonly) ;;
@@ -319,7 +372,7 @@ else:
 # latencies in ns and the switch process's CPU use in % of one CPU; else -).
 period() {
   local i=$1 scenario=$2 ports=$3 key=Tx-pps at rate c0 p0 c1 p1 class=none probe
-  case "$scenario" in guest-rx | vm2vm | probe) key=Rx-pps ;; esac
+  case "$scenario" in guest-rx | vm2vm | probe | intr-rx) key=Rx-pps ;; esac
   kill -CONT "${sw_pids[$i]}"
   guest "set portlist $ports"
   guest start
@@ -356,6 +409,13 @@ period() {
     awk '{print $3 "/" $5 "/" $7 "/" $11 "/" $13}' || true)
   [ -n "$probe" ] && probe+=$(awk -v a="$ticks0" -v b="$ticks1" -v t0="$t0" -v t1="$t1" \
     -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "/%.0f", 100 * (b - a) / hz / ((t1 - t0) / 1e9)}')
+  # intr-rx: "sent/received/wakeups/refused", per second.
+  [ "$scenario" = intr-rx ] && probe=$(tail -c +$((at + 1)) "$run/guest.log" |
+    awk '/Tx-pps:/ {t = $2} /Rx-pps:/ {r = $2} /Intr:/ {w = $3; f = $5} END {print t "/" r "/" w "/" f}')
+  # share: "PPS:PPS:PPS/BPS:BPS:BPS", per guest port.
+  [ "$scenario" = share ] && probe=$(tail -c +$((at + 1)) "$run/guest.log" |
+    awk '/Share-pps:/ {$1 = ""; p = $0} /Share-Bps:/ {$1 = ""; b = $0}
+      END {gsub(/^ +/, "", p); gsub(/^ +/, "", b); gsub(/ +/, ":", p); gsub(/ +/, ":", b); print p "/" b}')
   awk -v r="$rate" -v c0="$c0" -v c1="$c1" -v p0="$p0" -v p1="$p1" -v k="$class" -v q="${probe:--}" \
     'BEGIN {printf "%s %.0f %s %s\n", r, (p1 > p0) ? (c1 - c0) / (p1 - p0) : 0, k, q}'
 }
@@ -373,6 +433,68 @@ probe_summary() {
       med(p50, NR) / 1000, med(p99, NR) / 1000, med(p999, NR) / 1000, NR, lost, sent, med(cpu, NR)}'
 }
 
+# share_summary EXPECT "PPS:PPS:PPS/BPS:BPS:BPS ...": the medians over the periods of each port's
+# share of the packets and of the bytes (%), and of Jain's fairness index of the shares measured
+# against EXPECT ("1:2:4"): (sum x)^2 / (n sum x^2) with x = share / expected share; 1 when the
+# shares are the expected ones. With a second argument "tsv LABEL SIZE": one TSV row per port
+# instead (label, size, port, expected %, packets %, bytes %, Jain packets, Jain bytes).
+share_summary() {
+  echo "$2" | tr ' ' '\n' | sed '/^$/d' | awk -F/ -v expect="$1" -v mode="${3:-}" -v label="${4:-}" -v size="${5:-}" '
+    function med(a, n,   i, j, t) {
+      for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j > 0 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+      return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    function jain(v, n,   k, s, q, x) {
+      s = 0; q = 0
+      for (k = 1; k <= n; k++) { x = v[k] / w[k]; s += x; q += x * x }
+      return (q > 0) ? s * s / (n * q) : 0
+    }
+    BEGIN { n = split(expect, w, ":"); for (k = 1; k <= n; k++) wsum += w[k]; for (k = 1; k <= n; k++) w[k] /= wsum }
+    {
+      split($1, p, ":"); split($2, b, ":"); ps = 0; bs = 0
+      for (k = 1; k <= n; k++) { ps += p[k]; bs += b[k] }
+      if (ps == 0 || bs == 0) next
+      periods++
+      for (k = 1; k <= n; k++) { sp[k] = p[k] / ps; sb[k] = b[k] / bs; P[k, periods] = 100 * sp[k]; B[k, periods] = 100 * sb[k] }
+      JP[periods] = jain(sp, n); JB[periods] = jain(sb, n)
+    }
+    END {
+      if (periods == 0) { print "no shares"; exit }
+      jp = med(JP, periods); jb = med(JB, periods)
+      for (k = 1; k <= n; k++) {
+        for (i = 1; i <= periods; i++) { tp[i] = P[k, i]; tb[i] = B[k, i] }
+        mp[k] = med(tp, periods); mb[k] = med(tb, periods)
+      }
+      if (mode == "tsv") {
+        for (k = 1; k <= n; k++) printf "%s\t%s\tvm%d\t%.1f\t%.1f\t%.1f\t%.3f\t%.3f\n", label, size, k - 1, 100 * w[k], mp[k], mb[k], jp, jb
+        exit
+      }
+      printf "packets"; for (k = 1; k <= n; k++) printf "%s%.1f", (k > 1) ? "/" : " ", mp[k]
+      printf " %%, bytes"; for (k = 1; k <= n; k++) printf "%s%.1f", (k > 1) ? "/" : " ", mb[k]
+      printf " %%, Jain packets %.3f bytes %.3f against %s (medians of %d periods)\n", jp, jb, expect, periods
+    }'
+}
+
+# intr_summary "sent/received/wakeups/refused ...": medians over the periods of what the sender's
+# ring took, what the receiver got, the loss between them, and the receiver's wake-ups.
+intr_summary() {
+  echo "$1" | tr ' ' '\n' | sed '/^$/d' | awk -F/ '
+    function med(a, n,   i, j, t) {
+      for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j > 0 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+      return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    $1 > 0 {n++; s[n] = $1; r[n] = $2; l[n] = 100 * ($1 - $2) / $1; w[n] = $3; f[n] = $4}
+    END {
+      if (n == 0) { print "no periods"; exit }
+      printf "sent %.3f Mpps, received %.3f, lost %.2f %%, %.0f wake-ups/s, refused by the sender'"'"'s ring %.0f/s (medians of %d periods)\n",
+        med(s, n) / 1e6, med(r, n) / 1e6, med(l, n), med(w, n), med(f, n), n
+    }'
+}
+# intr_loss "...": the median loss (%).
+intr_loss() {
+  echo "$1" | tr ' ' '\n' | sed '/^$/d' | awk -F/ '$1 > 0 {printf "%.3f\n", 100 * ($1 - $2) / $1}' | median
+}
+
 # probe_us FIELD "p50/p99/p999/lost/sent ...": the median of the periods' FIELD (1: p50, 2: p99)
 # in us.
 probe_us() {
@@ -384,17 +506,24 @@ probe_field() { echo "$2" | tr ' ' '\n' | sed '/^$/d' | awk -F/ -v f="$1" '{prin
 load_before=$(load)
 results=()
 data=()
+shares=()
 for scenario in $scenarios; do
   # noisy and probe: every size at every probe interval.
   points=$sizes
   case "$scenario" in
     noisy | probe) points=$(for z in $sizes; do for u in $probe_list; do echo "$z/$u"; done; done) ;;
+    intr-rx) points=$(for z in $sizes; do for u in $pps_list; do echo "$z/$u"; done; done) ;;
   esac
   for point in $points; do
     size=${point%/*}
-    [ "$point" = "$size" ] || probe_us=${point#*/}
+    if [ "$scenario" = intr-rx ]; then
+      pps=${point#*/}
+    elif [ "$point" != "$size" ]; then
+      probe_us=${point#*/}
+    fi
     label=$scenario
     [ "$scenario" = probe ] && label="probe@$((1000000 / probe_us))pps"
+    [ "$scenario" = intr-rx ] && label="intr-rx@$(awk -v p="$pps" 'BEGIN {printf "%g", p / 1e6}')Mpps"
     per_switch=$(guest_ports "$scenario" | wc -w)
     sockets=() sw_pids=()
     start_ovs "$scenario" "$size"
@@ -457,6 +586,18 @@ for scenario in $scenarios; do
           lines+=("$(printf '%17s probe latency %-9s %s' "" "${names[$k]}:" "$(probe_summary "${probes[$k]}")")")
         done
       fi
+      if [ "$scenario" = intr-rx ]; then
+        for k in 0 "$i"; do
+          lines+=("$(printf '%17s receiver %-9s %s' "" "${names[$k]}:" "$(intr_summary "${probes[$k]}")")")
+        done
+      fi
+      if [ "$scenario" = share ]; then
+        for k in 0 "$i"; do
+          lines+=("$(printf '%17s shares %-9s %s' "" "${names[$k]}:" "$(share_summary "$expect" "${probes[$k]}")")")
+          [ "$k" -eq 0 ] && [ "$i" -gt 1 ] && continue
+          shares+=("$(share_summary "$expect" "${probes[$k]}" tsv "${names[$k]}" "$size")")
+        done
+      fi
       printf '%s\n' "${lines[@]}"
       results+=("${lines[@]}")
       # The plot's data: per class (all, then each seen), medians of rates, ratios and cycles.
@@ -469,14 +610,17 @@ for scenario in $scenarios; do
         fi
         [ -n "${q// /}" ] || continue
         lat=(- - - - - -)
+        loss=(- -)
+        [ "$scenario" = intr-rx ] && [ $c = all ] &&
+          loss=("$(intr_loss "${probes[0]}")" "$(intr_loss "${probes[$i]}")")
         { [ "$scenario" = noisy ] || [ "$scenario" = probe ]; } && [ $c = all ] &&
           lat=("$(probe_us 1 "${probes[0]}")" "$(probe_us 1 "${probes[$i]}")"
                "$(probe_us 2 "${probes[0]}")" "$(probe_us 2 "${probes[$i]}")"
                "$(probe_field 6 "${probes[0]}")" "$(probe_field 6 "${probes[$i]}")")
-        data+=("$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$label" \
+        data+=("$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$label" \
           "$size" "${labels[$((i - 1))]}" $c "$(echo "$b" | median)" "$(echo "$a" | median)" \
           "$(echo "$q" | median)" "$(echo "$bc" | median)" "$(echo "$ac" | median)" \
-          "$(echo "$q" | wc -w)" "${lat[@]}")")
+          "$(echo "$q" | wc -w)" "${lat[@]}" "${loss[@]}")")
       done
     done
   done
@@ -484,8 +628,12 @@ done
 
 if [ "$table" != none ]; then
   mkdir -p "$top/docs/data"
-  { printf 'scenario\tsize\tvariant\tclass\tovs_mpps\tvqs_mpps\tratio\tovs_cycles\tvqs_cycles\tpairs\tovs_probe_p50_us\tvqs_probe_p50_us\tovs_probe_p99_us\tvqs_probe_p99_us\tovs_cpu_pct\tvqs_cpu_pct\n'
+  { printf 'scenario\tsize\tvariant\tclass\tovs_mpps\tvqs_mpps\tratio\tovs_cycles\tvqs_cycles\tpairs\tovs_probe_p50_us\tvqs_probe_p50_us\tovs_probe_p99_us\tvqs_probe_p99_us\tovs_cpu_pct\tvqs_cpu_pct\tovs_lost_pct\tvqs_lost_pct\n'
     printf '%s\n' "${data[@]}"; } >"$top/docs/data/$table.tsv"
+  if [ ${#shares[@]} -gt 0 ]; then
+    { printf 'variant\tsizes\tport\texpected_pct\tpackets_pct\tbytes_pct\tjain_packets\tjain_bytes\n'
+      printf '%s\n' "${shares[@]}"; } >"$top/docs/data/$table-shares.tsv"
+  fi
   "$top/scripts/bench/plot.sh" "$table" || echo "no plot (gnuplot?)" >&2
 fi
 [ "$table" = none ] || write_table "$table" \

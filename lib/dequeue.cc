@@ -159,6 +159,10 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
           break;  // this packet stays in the guest's ring
         }
         limit_hit = lent == LendResult::kNoSlot;
+        if (limit_hit && !vq.zero_copy_fallback()) {
+          ++stats.zero_copy_limit_waits;
+          break;  // this packet stays in the guest's ring until a lent chain comes back
+        }
       }
       const CopyResult copied = copy_chain_to_mbuf(cursor, pkt_len, m, stash);
       if (copied == CopyResult::kPoolEmpty) {

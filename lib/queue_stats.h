@@ -65,6 +65,9 @@ struct alignas(64) QueueStats {
   uint64_t zero_copy_packets = 0;
   uint64_t zero_copy_copied = 0;
   uint64_t zero_copy_limit_copies = 0;
+  // Bursts that stopped at the in-flight limit instead of copying (zero_copy_fallback off, a
+  // benchmark setting).
+  uint64_t zero_copy_limit_waits = 0;
   // Times the guest corrupted the ring (avail index ahead by more than the ring size); the queue
   // is then not served until it is restarted.
   uint64_t ring_broken = 0;

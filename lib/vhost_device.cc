@@ -530,6 +530,7 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
     setup.zero_copy_min_len = options_.lend_only_dma_ready && !v.zero_copy->dma_ready()
                                   ? UINT32_MAX
                                   : options_.zero_copy_min_len;
+    setup.zero_copy_fallback = options_.zero_copy_fallback;
   }
   if (index % 2 == 0) {  // guest RX: we enqueue, the policy applies
     setup.notify = options_.notify;

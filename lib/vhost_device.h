@@ -38,6 +38,8 @@ struct VhostDeviceOptions {
   // min(128, ring size / 4) per vring at a time (see ZeroCopyTracker).
   bool zero_copy = false;
   uint32_t zero_copy_min_len = kDefaultZeroCopyMinLen;
+  // At the limit, copy (true) or wait for a lent chain to come back (benchmarks only).
+  bool zero_copy_fallback = true;
   // Optional: asks whoever holds lent buffers to free those it is done with (the switch has its
   // lcores clean their NIC tx queues). Called on librte_vhost's thread while a stopping guest TX
   // vring waits for its lent chains, again every few ms of the wait; must not block. The PMD

@@ -18,6 +18,7 @@ bool VirtQueue::start(const Setup& setup) {
   // Lent chains return out of order: never on a ring that promised IN_ORDER (not offered then).
   zero_copy_ = features_.in_order ? nullptr : setup.zero_copy;
   zero_copy_min_len_ = setup.zero_copy_min_len;
+  zero_copy_fallback_ = setup.zero_copy_fallback;
   if (setup.notify)
     notifier_.start(*setup.notify, setup.addrs.size, setup.tsc_hz);
   else

@@ -53,6 +53,9 @@ class VirtQueue {
     // (started by the owner for the ring's size); nullptr: always copy.
     ZeroCopyTracker* zero_copy = nullptr;
     uint32_t zero_copy_min_len = kDefaultZeroCopyMinLen;
+    // At the in-flight limit: copy (true), or leave the packet in the ring until a lent chain
+    // comes back (false; benchmarks only: the head-of-line blocking the copy prevents).
+    bool zero_copy_fallback = true;
   };
 
   // False (and not ready) when the ring addresses or size are unusable.
@@ -69,6 +72,7 @@ class VirtQueue {
   IoVecList& iov_scratch() { return iov_; }
   ZeroCopyTracker* zero_copy() const { return zero_copy_; }
   uint32_t zero_copy_min_len() const { return zero_copy_min_len_; }
+  bool zero_copy_fallback() const { return zero_copy_fallback_; }
 
   // Entries the guest posted and we have not consumed (RX buffers or TX packets): cheap, for
   // refill thresholds. Counts the moment a corrupt ring is found.
@@ -141,6 +145,7 @@ class VirtQueue {
   IoVecList iov_;
   ZeroCopyTracker* zero_copy_ = nullptr;
   uint32_t zero_copy_min_len_ = kDefaultZeroCopyMinLen;
+  bool zero_copy_fallback_ = true;
 };
 
 }  // namespace vqs

@@ -24,12 +24,14 @@ namespace {
 
 // A device whose TX queue lends packets of at least `min_len` bytes through `tracker`.
 struct ZeroCopyDevice : Device {
-  explicit ZeroCopyDevice(uint16_t ring_size = 256, uint32_t min_len = kDefaultZeroCopyMinLen)
+  explicit ZeroCopyDevice(uint16_t ring_size = 256, uint32_t min_len = kDefaultZeroCopyMinLen,
+                          bool fallback = true)
       : Device(kModernFeatures, ring_size) {
     txq.stop();
     VirtQueue::Setup setup = tx.setup();
     setup.zero_copy = &tracker;
     setup.zero_copy_min_len = min_len;
+    setup.zero_copy_fallback = fallback;
     tracker.start(ring_size);
     REQUIRE(txq.start(setup));
   }
@@ -208,6 +210,36 @@ TEST_CASE("zero-copy: never more than min(128, ring/4) in flight; beyond it pack
     CHECK_FALSE(dev.last_dequeue.lending_full);
     CHECK(dev.txq.stats().zero_copy_packets == limit + 4u);
   }
+}
+
+TEST_CASE("zero-copy without the copy fallback (benchmarks): at the limit the ring waits") {
+  ZeroCopyDevice dev(64, kDefaultZeroCopyMinLen, false);  // limit 16
+  dev.send(20, 600);
+  dev.send(4, 64, 100);  // short ones behind them, copied when their turn comes
+  auto pkts = dev.dequeue(256);
+  // The 17th large packet finds no slot: it and everything behind it stay in the ring.
+  CHECK(pkts.size() == 16);
+  CHECK(dev.tracker.in_flight() == 16);
+  CHECK(dev.txq.stats().zero_copy_limit_waits == 1);
+  CHECK(dev.txq.stats().zero_copy_limit_copies == 0);
+  CHECK(dev.dequeue(256).empty());
+  CHECK(dev.txq.stats().zero_copy_limit_waits == 2);
+  // Two chains come back: two more are lent, the ring still waits behind the third.
+  dev.release(pkts[0]);
+  dev.release(pkts[1]);
+  const auto next = dev.dequeue(256);
+  CHECK(next.size() == 2);
+  for (rte_mbuf* m : next) CHECK(ZeroCopyDevice::lent(m));
+  // All back: the rest flows, the short ones copied.
+  dev.free_all();
+  const auto rest = dev.dequeue(256);
+  REQUIRE(rest.size() == 6);
+  for (size_t i = 0; i < 2; ++i) CHECK(ZeroCopyDevice::lent(rest[i]));
+  for (size_t i = 2; i < 6; ++i) {
+    CHECK_FALSE(ZeroCopyDevice::lent(rest[i]));
+    CHECK(mbuf_bytes(rest[i]) == make_frame(64, 100 + static_cast<uint32_t>(i - 2)));
+  }
+  CHECK(dev.txq.stats().zero_copy_copied == 4);
 }
 
 TEST_CASE("zero-copy: a copy forced by the limit is counted once, when it is made") {

@@ -446,7 +446,8 @@ void Loader::read_port(const Value& v) {
   MapView m(
       *this, v,
       {"name", "type", "socket", "mode", "reconnect", "queues", "tso", "weight", "notify_coalesce",
-       "refill_threshold", "zerocopy", "zerocopy_min_len", "tx_retries_max", "vlan", "device",
+       "refill_threshold", "zerocopy", "zerocopy_min_len", "zerocopy_fallback", "tx_retries_max",
+       "vlan", "device",
        "rx_descriptors", "tx_descriptors", "rx_free_thresh", "mtu"});
   PortConfig port;
   port.line = v.pos.line;
@@ -477,7 +478,8 @@ void Loader::read_port(const Value& v) {
     read_vhost(m, &port);
   } else {
     for (const char* key : {"socket", "mode", "reconnect", "tso", "notify_coalesce",
-                            "refill_threshold", "zerocopy", "zerocopy_min_len"})
+                            "refill_threshold", "zerocopy", "zerocopy_min_len",
+                            "zerocopy_fallback"})
       m.forbid(key, "only for vhost ports");
     size_t ethdevs = std::count_if(config_.ports.begin(), config_.ports.end(),
                                    [](const auto& p) { return p.type == PortType::kEthdev; });
@@ -519,6 +521,10 @@ void Loader::read_vhost(const MapView& m, PortConfig* port) {
   if (const Value* v = m.find("zerocopy_min_len")) {
     if (!port->zerocopy) m.forbid("zerocopy_min_len", "only with zerocopy: true");
     port->zerocopy_min_len = read_int(*v, 64, 65535);
+  }
+  if (const Value* v = m.find("zerocopy_fallback")) {
+    if (!port->zerocopy) m.forbid("zerocopy_fallback", "only with zerocopy: true");
+    port->zerocopy_fallback = read_bool(*v);
   }
 }
 

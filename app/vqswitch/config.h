@@ -76,6 +76,7 @@ struct PortConfig {
   uint32_t refill_threshold = 0;    // 0: min(64, ring size) / 2
   bool zerocopy = false;            // guest TX: lend packets instead of copying them
   uint32_t zerocopy_min_len = 256;  // shorter ones are copied
+  bool zerocopy_fallback = true;    // false: benchmarks only, see docs/configuration.md
 
   // ethdev
   std::string device;  // PCI address or vdev string ("net_tap0,iface=t0")

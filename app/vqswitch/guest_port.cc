@@ -40,6 +40,7 @@ std::unique_ptr<GuestPort> GuestPort::create(const PortConfig& config, uint16_t 
   options.notify.refill_threshold = config.refill_threshold;
   options.zero_copy = config.zerocopy;
   options.zero_copy_min_len = config.zerocopy_min_len;
+  options.zero_copy_fallback = config.zerocopy_fallback;
   options.release_lent = std::move(hooks.release_lent);
   options.dma_registrar = hooks.dma_registrar;
   port->device_ = VhostDevice::create(options, port.get(), error);

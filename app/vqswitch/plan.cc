@@ -264,7 +264,8 @@ std::string format_plan(const Config& config, const Plan& plan) {
           << (plan.tx_shared[p] ? " locked" : "") << ", tso " << (port.tso ? "on" : "off")
           << ", zerocopy ";
       if (port.zerocopy)
-        out << "from " << port.zerocopy_min_len << " bytes";
+        out << "from " << port.zerocopy_min_len << " bytes"
+            << (port.zerocopy_fallback ? "" : ", no copy fallback");
       else
         out << "off";
       out << "\n";

@@ -312,6 +312,7 @@ PortTotals Switch::totals(uint16_t index) const {
       t.zerocopy_packets += s.zero_copy_packets;
       t.zerocopy_copied += s.zero_copy_copied;
       t.zerocopy_limit_copies += s.zero_copy_limit_copies;
+      t.zerocopy_limit_waits += s.zero_copy_limit_waits;
       t.zerocopy_in_flight += device.zero_copy_in_flight(v);
       t.zerocopy_wakeups += device.zero_copy_wakeups(v);
       t.zerocopy_orphans += device.zero_copy_orphans(v);

@@ -33,6 +33,7 @@ struct PortTotals {
   uint64_t zerocopy_packets = 0;               // guests with zerocopy: lent, not copied
   uint64_t zerocopy_copied = 0;                // ... copied (short, unattachable, or at the limit)
   uint64_t zerocopy_limit_copies = 0;          // ... of those, copied at the in-flight limit
+  uint64_t zerocopy_limit_waits = 0;           // bursts stopped at it (zerocopy_fallback: false)
   uint64_t zerocopy_in_flight = 0;             // ... lent now
   uint64_t zerocopy_wakeups = 0;               // ... completions that woke a sleeping lcore
   uint64_t zerocopy_orphans = 0;               // ... chains freed after their session ended

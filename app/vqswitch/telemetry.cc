@@ -57,6 +57,7 @@ int ports_command(const char*, const char* params, rte_tel_data* d) {
       add_u64(p, "zerocopy_packets", t.zerocopy_packets);
       add_u64(p, "zerocopy_copied", t.zerocopy_copied);
       add_u64(p, "zerocopy_limit_copies", t.zerocopy_limit_copies);
+      add_u64(p, "zerocopy_limit_waits", t.zerocopy_limit_waits);
       add_u64(p, "zerocopy_in_flight", t.zerocopy_in_flight);
       add_u64(p, "zerocopy_wakeups", t.zerocopy_wakeups);
       add_u64(p, "zerocopy_orphans", t.zerocopy_orphans);

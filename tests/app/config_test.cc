@@ -186,6 +186,14 @@ const BrokenCase kBroken[] = {
     {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock, zerocopy: true,\n"
      "      zerocopy_min_len: 32}\nforwarding: {mode: bridge}\n",
      "t.yaml:4:25: ports[0].zerocopy_min_len: must be 64..65535, got 32"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock, zerocopy_fallback: "
+     "false}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:3:51: ports[0].zerocopy_fallback: only with zerocopy: true"},
+    {"version: 1\nports:\n  - {name: nic0, type: ethdev, device: net_null0, zerocopy_fallback: "
+     "false}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:3:51: ports[0].zerocopy_fallback: only for vhost ports"},
     {"version: 1\nports:\n  - {name: nic0, type: ethdev}\nforwarding: {mode: bridge}\n",
      "t.yaml:3:5: ports[0].device: required key missing"},
     {"version: 1\nports:\n  - {name: nic0, type: ethdev, device: net_null0}\n"
@@ -359,6 +367,9 @@ TEST_CASE("defaults are filled in") {
   CHECK(vm.notify_coalesce.packets == 0);
   CHECK(vm.notify_coalesce.usecs == 0);
   CHECK(vm.refill_threshold == 0);
+  CHECK_FALSE(vm.zerocopy);
+  CHECK(vm.zerocopy_min_len == 256);
+  CHECK(vm.zerocopy_fallback);
   CHECK(vm.line == 3);
   const PortConfig& nic = c.ports[1];
   CHECK(nic.type == PortType::kEthdev);
@@ -402,6 +413,7 @@ TEST_CASE("every key is read") {
       "    refill_threshold: 16\n"
       "    zerocopy: true\n"
       "    zerocopy_min_len: 512\n"
+      "    zerocopy_fallback: false\n"
       "    tx_retries_max: 0\n"
       "    vlan: {mode: trunk, vlans: [30, 10], native: 5}\n"
       "  - name: nic0\n"
@@ -432,6 +444,7 @@ TEST_CASE("every key is read") {
   CHECK(vm.tso);
   CHECK(vm.zerocopy);
   CHECK(vm.zerocopy_min_len == 512);
+  CHECK_FALSE(vm.zerocopy_fallback);
   CHECK(vm.weight.packets == 100);
   CHECK(vm.weight.bytes == 65536);
   CHECK(vm.notify_coalesce.packets == 8);

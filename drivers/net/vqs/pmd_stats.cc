@@ -27,6 +27,7 @@ constexpr Counter kCounters[] = {
     {"zerocopy_packets", [](const QueueStats& s) { return s.zero_copy_packets; }},
     {"zerocopy_copied", [](const QueueStats& s) { return s.zero_copy_copied; }},
     {"zerocopy_limit_copies", [](const QueueStats& s) { return s.zero_copy_limit_copies; }},
+    {"zerocopy_limit_waits", [](const QueueStats& s) { return s.zero_copy_limit_waits; }},
 };
 // Per-queue values not subject to resets: guest TX zero-copy's settings and state; 0
 // with zero-copy off.

@@ -37,10 +37,13 @@
 #             coalescing a sleeping receiver's ring fills until the switch notifies it, and the
 #             refill threshold is what notifies it early
 #   share     three guest ports (build/scripts/bench/vqs-share-guest) flooding at once, each to
-#             its own net_null sink, more than the lcore can take: the share of packets and of
-#             bytes the switch takes from each, against the shares --expect names (the ratio of
-#             the weights the variant gives the ports), and Jain's index of the two; --sizes
-#             items are comma lists there, the frame size of each port ("64,512,1500")
+#             its own net_null sink, beside a NIC (net_null generating 64-byte frames, weight 256
+#             packets on vqswitch) forwarded to a sink, so that the lcore is the bottleneck and
+#             every guest queue is full when visited (one guest alone sends about as fast as
+#             the lcore forwards): the share of packets and of bytes the switch takes from each
+#             guest port, against the shares --expect names (the ratio of the weights the
+#             variant gives the ports), and Jain's index of the two; --sizes items are comma
+#             lists there, the frame size of each port ("64,512,1500")
 #
 #   scripts/bench/switch_vs_ovs.sh [--scenarios "pvp guest-tx guest-rx vm2vm"] [--sizes "64 1500"]
 #       [--rounds N] [--seconds S] [--variant LABEL 'YAML'] ... [--cpu-state] [--table NAME]
@@ -218,6 +221,9 @@ start_ovs() {
       vsctl add-port br0 nic$k -- set Interface nic$k type=dpdk "options:dpdk-devargs=net_null$k,no-rx=1"
       ovs-ofctl add-flow br0 in_port=vm$k,actions=output:nic$k
     done
+    vsctl add-port br0 nic3 -- set Interface nic3 type=dpdk "options:dpdk-devargs=net_null3,size=64"
+    vsctl add-port br0 nic4 -- set Interface nic4 type=dpdk "options:dpdk-devargs=net_null4,no-rx=1"
+    ovs-ofctl add-flow br0 in_port=nic3,actions=output:nic4
   else
     null="net_null0,size=$size"
     [ "$scenario" = guest-tx ] && null="net_null0,no-rx=1"
@@ -246,7 +252,7 @@ start_vqswitch() {
     echo "      args: [\"--no-pci\", \"--log-level=*:warning\"]}"
     echo "stats_interval_s: 0"
     echo "ports:"
-    echo "  - {name: vm0, type: vhost, socket: $run/vqs$i-vm0.sock$port_extra}"
+    [ "$scenario" = share ] || echo "  - {name: vm0, type: vhost, socket: $run/vqs$i-vm0.sock$port_extra}"
     if [ "$scenario" = vm2vm ]; then
       echo "  - {name: vm1, type: vhost, socket: $run/vqs$i-vm1.sock$port_extra}"
       echo "$lcores"
@@ -270,12 +276,15 @@ start_vqswitch() {
       local parts part
       IFS=';' read -r -a parts <<<"$extra"
       for k in 0 1 2; do
-        part=${parts[$k]:-${parts[$((${#parts[@]} - 1))]:-}}
+        part=""
+        [ ${#parts[@]} -eq 0 ] || part=${parts[$k]:-${parts[$((${#parts[@]} - 1))]}}
         echo "  - {name: vm$k, type: vhost, socket: $run/vqs$i-vm$k.sock${part:+, $part}}"
         echo "  - {name: nic$k, type: ethdev, device: \"net_null$k,no-rx=1\"}"
       done
+      echo "  - {name: nic3, type: ethdev, device: \"net_null3,size=64\", weight: {packets: 256}}"
+      echo "  - {name: nic4, type: ethdev, device: \"net_null4,no-rx=1\"}"
       echo "$lcores"
-      echo "forwarding: {mode: xconnect, pairs: [[vm0, nic0], [vm1, nic1], [vm2, nic2]]}"
+      echo "forwarding: {mode: xconnect, pairs: [[vm0, nic0], [vm1, nic1], [vm2, nic2], [nic3, nic4]]}"
     else
       echo "  - {name: nic0, type: ethdev, device: \"$null\"$port_extra}"
       echo "$lcores"

@@ -37,7 +37,7 @@
 #             coalescing a sleeping receiver's ring fills until the switch notifies it, and the
 #             refill threshold is what notifies it early
 #   share     three guest ports (build/scripts/bench/vqs-share-guest) flooding at once, each to
-#             its own net_null sink, beside a NIC (net_null generating 64-byte frames, weight 256
+#             its own net_null sink, beside a NIC (net_null generating 64-byte frames, weight 1024
 #             packets on vqswitch) forwarded to a sink, so that the lcore is the bottleneck and
 #             every guest queue is full when visited (one guest alone sends about as fast as
 #             the lcore forwards): the share of packets and of bytes the switch takes from each
@@ -281,7 +281,7 @@ start_vqswitch() {
         echo "  - {name: vm$k, type: vhost, socket: $run/vqs$i-vm$k.sock${part:+, $part}}"
         echo "  - {name: nic$k, type: ethdev, device: \"net_null$k,no-rx=1\"}"
       done
-      echo "  - {name: nic3, type: ethdev, device: \"net_null3,size=64\", weight: {packets: 256}}"
+      echo "  - {name: nic3, type: ethdev, device: \"net_null3,size=64\", weight: {packets: 1024}}"
       echo "  - {name: nic4, type: ethdev, device: \"net_null4,no-rx=1\"}"
       echo "$lcores"
       echo "forwarding: {mode: xconnect, pairs: [[vm0, nic0], [vm1, nic1], [vm2, nic2], [nic3, nic4]]}"

@@ -200,6 +200,27 @@ if [ "$table" != none ]; then
   mkdir -p "$top/docs/data"
   { printf 'variant\tphase\ta_sent_kpps\ta_taken_kpps\tb_sent_kpps\tb_delivered_kpps\trefused_kpps\n'
     printf '%s\n' "${data[@]}"; } >"$top/docs/data/$table.tsv"
+  # Plot: flow B's delivered rate, flowing and stalled, per variant (log scale: a stall without
+  # the fallback takes it from ~100k to ~10 packets/s).
+  command -v gnuplot >/dev/null ||
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnuplot-nox >/dev/null
+  awk -F'\t' 'NR > 1 {v[$1] = v[$1] "\t" (($6 > 0) ? $6 : 0.001); if (!($1 in o)) o[$1] = n++; name[o[$1]] = $1}
+    END {for (i = 0; i < n; i++) print "\"" name[i] "\"" v[name[i]]}' "$top/docs/data/$table.tsv" >"$run/plot.dat"
+  mkdir -p "$top/docs/img"
+  gnuplot <<GP || echo "no plot" >&2
+set terminal pngcairo size 900,500 font 'sans,10' noenhanced
+set output '$top/docs/img/$table.png'
+set title 'Flow B (64 B, to another guest) while flow A (1400 B) goes to an output that stalls ($(date -u +%F))'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set logscale y
+set yrange [0.001:1000]
+set ylabel 'flow B delivered (kpps), median of periods'
+set grid ytics
+set key outside right
+plot '$run/plot.dat' using 2:xticlabels(1) title 'output flowing', '' using 3 title 'output stalled (1000 pps)'
+GP
   write_table "$table" \
     "$(date -u +%Y-%m-%d) $(nproc) CPUs, $rounds rounds x ${seconds}s per phase, $(dpdk_version), flows of $pps pps each, guest rings of $queue_size, stalled output taking $stall_pps pps, load average $(load)" \
     "${lines[@]}"

@@ -240,10 +240,10 @@ int main(int argc, char** argv) {
     else if (std::strcmp(argv[i], "--flood") == 0)
       flood = std::atoi(argv[++i]) != 0;
   }
-  if (size < 60 || size > 1518 || probe_us == 0) {
+  if (size < 60 || size > 9000 || probe_us == 0) {
     std::fprintf(
         stderr,
-        "usage: vqs-noisy-guest EAL-ARGS -- [--size 60..1518] [--probe-us US] [--flood 0|1]\n");
+        "usage: vqs-noisy-guest EAL-ARGS -- [--size 60..9000] [--probe-us US] [--flood 0|1]\n");
     return 2;
   }
   const unsigned worker = rte_get_next_lcore(-1, 1, 0);
@@ -251,7 +251,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vqs-noisy-guest: needs three --vdev ports and a worker lcore\n");
     return 2;
   }
-  rte_mempool* pool = rte_pktmbuf_pool_create("noisy", 32767, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+  // One mbuf per frame, jumbo frames included.
+  const auto data_room = static_cast<uint16_t>(
+      std::max<uint32_t>(RTE_MBUF_DEFAULT_BUF_SIZE, size + RTE_PKTMBUF_HEADROOM));
+  rte_mempool* pool = rte_pktmbuf_pool_create("noisy", 32767, 256, 0, data_room,
                                               static_cast<int>(rte_socket_id()));
   if (pool == nullptr) {
     std::fprintf(stderr, "vqs-noisy-guest: no mbuf pool\n");

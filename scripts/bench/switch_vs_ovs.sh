@@ -49,10 +49,11 @@
 #       [--rounds N] [--seconds S] [--variant LABEL 'YAML'] ... [--cpu-state] [--table NAME]
 #       [--queue-size N] [--probe-us US] [--expect "1:2:4"] [--pps "N ..."]
 #
-# --variant LABEL 'YAML[|LCORE_YAML]': a vqswitch whose every port mapping has YAML added (flow
-# style, e.g. 'weight: {packets: 32}') and whose lcore entry has LCORE_YAML added (e.g.
-# '|busy_poll_us: 50'); in share, YAML may be one part per guest port, 'A;B;C'; repeat for
-# several (a sweep); without any, one vqswitch with the
+# --variant LABEL 'YAML[|LCORE_YAML[|VHOST_YAML]]': a vqswitch whose every port mapping has YAML
+# added (flow style, e.g. 'weight: {packets: 32}'), whose lcore entry has LCORE_YAML added (e.g.
+# '|busy_poll_us: 50') and whose vhost ports alone have VHOST_YAML added ('||refill_threshold:
+# 32'); in share, YAML may be one part per guest port, 'A;B;C'; repeat for several (a sweep);
+# without any, one vqswitch with the
 # defaults, labelled "vqswitch". --probe-us "US ...": the probe's interval in noisy and probe
 # (20); several: each in turn, as sizes are. --cpu-state: each period's placement class (near, far, mixed;
 # see pvp_interleaved.sh), sampled with the guest and the switch under test frozen, and the
@@ -201,6 +202,8 @@ start_ovs() {
     null=net_null0,size=$size
     [ "$scenario" = probe ] && null=net_null0,no-rx=1
     for v in vm0 vm1 vm2; do vsctl add-port br0 $v -- set Interface $v type=dpdkvhostuser; done
+    # Jumbo frames: OVS-DPDK sizes its mbufs by the MTU and takes no chained ones.
+    [ "$size" -le 1518 ] || for v in vm0 vm1 vm2; do vsctl set Interface $v mtu_request=9000; done
     vsctl add-port br0 nic0 -- set Interface nic0 type=dpdk "options:dpdk-devargs=$null"
     vsctl add-port br0 nic1 -- set Interface nic1 type=dpdk "options:dpdk-devargs=net_null1,no-rx=1"
     vsctl add-port br0 nic2 -- set Interface nic2 type=dpdk "options:dpdk-devargs=net_null2,no-rx=1"
@@ -240,9 +243,16 @@ start_ovs() {
 # start_vqswitch INDEX SCENARIO SIZE: vqswitch variant INDEX (1..), as start_ovs.
 start_vqswitch() {
   local i=$1 scenario=$2 size=$3 extra=${extras[$(($1 - 1))]} yaml=$run/vqswitch$1.yaml null
-  local port_extra="" lcore_extra="" lcores
-  case "$extra" in *"|"*) lcore_extra=", ${extra#*|}"; extra=${extra%%|*} ;; esac
+  local port_extra="" lcore_extra="" vhost_extra="" lcores rest
+  # PORT_YAML|LCORE_YAML|VHOST_YAML
+  case "$extra" in *"|"*)
+    rest=${extra#*|}
+    extra=${extra%%|*}
+    case "$rest" in *"|"*) vhost_extra=${rest#*|}; rest=${rest%%|*} ;; esac
+    [ -n "$rest" ] && lcore_extra=", $rest" ;;
+  esac
   [ -n "$extra" ] && port_extra=", $extra"
+  local vm_extra=$port_extra${vhost_extra:+, $vhost_extra}
   lcores="lcores: [{lcore: 1, rx: auto$lcore_extra}]"
   null="net_null0,size=$size"
   [ "$scenario" = guest-tx ] && null="net_null0,no-rx=1"
@@ -252,23 +262,23 @@ start_vqswitch() {
     echo "      args: [\"--no-pci\", \"--log-level=*:warning\"]}"
     echo "stats_interval_s: 0"
     echo "ports:"
-    [ "$scenario" = share ] || echo "  - {name: vm0, type: vhost, socket: $run/vqs$i-vm0.sock$port_extra}"
+    [ "$scenario" = share ] || echo "  - {name: vm0, type: vhost, socket: $run/vqs$i-vm0.sock$vm_extra}"
     if [ "$scenario" = vm2vm ]; then
-      echo "  - {name: vm1, type: vhost, socket: $run/vqs$i-vm1.sock$port_extra}"
+      echo "  - {name: vm1, type: vhost, socket: $run/vqs$i-vm1.sock$vm_extra}"
       echo "$lcores"
       echo "forwarding: {mode: bridge}"
     elif [ "$scenario" = noisy ] || [ "$scenario" = probe ]; then
       null=net_null0,size=$size
       [ "$scenario" = probe ] && null=net_null0,no-rx=1
-      echo "  - {name: vm1, type: vhost, socket: $run/vqs$i-vm1.sock$port_extra}"
-      echo "  - {name: vm2, type: vhost, socket: $run/vqs$i-vm2.sock$port_extra}"
+      echo "  - {name: vm1, type: vhost, socket: $run/vqs$i-vm1.sock$vm_extra}"
+      echo "  - {name: vm2, type: vhost, socket: $run/vqs$i-vm2.sock$vm_extra}"
       echo "  - {name: nic0, type: ethdev, device: \"$null\"$port_extra}"
       echo "  - {name: nic1, type: ethdev, device: \"net_null1,no-rx=1\"$port_extra}"
       echo "  - {name: nic2, type: ethdev, device: \"net_null2,no-rx=1\"$port_extra}"
       echo "$lcores"
       echo "forwarding: {mode: xconnect, pairs: [[nic0, nic1], [vm0, nic2], [vm1, vm2]]}"
     elif [ "$scenario" = intr-rx ]; then
-      echo "  - {name: vm1, type: vhost, socket: $run/vqs$i-vm1.sock$port_extra}"
+      echo "  - {name: vm1, type: vhost, socket: $run/vqs$i-vm1.sock$vm_extra}"
       echo "$lcores"
       echo "forwarding: {mode: xconnect, pairs: [[vm0, vm1]]}"
     elif [ "$scenario" = share ]; then

@@ -4,9 +4,8 @@ namespace vqs {
 
 uint32_t NotifyPolicy::refill_threshold_for(uint16_t ring_size) const {
   if (refill_threshold != 0) return refill_threshold;
-  const uint32_t capped = ring_size < kAutoRefillCap ? ring_size : kAutoRefillCap;
   // At least 1, so that an empty ring still counts as low on the smallest rings.
-  return capped / 2 > 0 ? capped / 2 : 1;
+  return ring_size / 2 > 0 ? ring_size / 2u : 1;
 }
 
 uint64_t NotifyPolicy::coalesce_cycles(uint64_t tsc_hz) const {

@@ -11,7 +11,6 @@ struct NotifyPolicy {
   static constexpr uint32_t kMaxCoalescePackets = 1024;
   static constexpr uint32_t kMaxCoalesceUsecs = 1000000;
   static constexpr uint32_t kMaxRefillThreshold = 32768;  // the largest split ring
-  static constexpr uint32_t kAutoRefillCap = 64;
 
   // A notification the guest wants is deferred until this many packets were delivered since the
   // last one (0: no packet limit) ...
@@ -19,7 +18,8 @@ struct NotifyPolicy {
   // ... or this long after the first deferred one (0: no time limit). Both 0: coalescing off.
   uint32_t coalesce_usecs = 0;
   // The guest is notified at once when its posted RX buffers fall below this; 0: automatic,
-  // min(64, ring size) / 2 (at least 1).
+  // half the ring (at least 1): what is left must last the guest's wake-up (docs/benchmarks.md,
+  // "Refill threshold and notification coalescing").
   uint32_t refill_threshold = 0;
 
   bool coalescing() const { return coalesce_packets != 0 || coalesce_usecs != 0; }

@@ -57,7 +57,7 @@ TEST_CASE("devargs: notify policy errors name the key") {
       {"notify_coalesce_usecs=1ms",
        "devarg 'notify_coalesce_usecs': must be 0..1000000, got '1ms'"},
       {"refill_threshold=32769",
-       "devarg 'refill_threshold': must be 0..32768 (0: min(64, ring size) / 2), got '32769'"},
+       "devarg 'refill_threshold': must be 0..32768 (0: ring size / 2), got '32769'"},
       {"refill_threshold=", "devarg 'refill_threshold': must be 0..32768"},
       {"refill_threshold=8,refill_threshold=8", "devarg 'refill_threshold' given twice"},
       {"notify_coalesce=4", "unknown devarg 'notify_coalesce' (valid: "},

@@ -11,6 +11,13 @@ using namespace vqs::test;
 
 namespace {
 
+// The rules below, with the threshold at 32 whatever the ring's size.
+NotifyPolicy threshold_32() {
+  NotifyPolicy p;
+  p.refill_threshold = 32;
+  return p;
+}
+
 void use_policy(Device& dev, const NotifyPolicy& policy) {
   VirtQueue::Setup s = dev.rx.setup();
   s.notify = policy;
@@ -20,9 +27,9 @@ void use_policy(Device& dev, const NotifyPolicy& policy) {
 
 }  // namespace
 
-TEST_CASE("automatic refill threshold: min(64, ring size) / 2") {
+TEST_CASE("automatic refill threshold: half the ring") {
   for (auto [size, expected] :
-       {std::pair<uint16_t, uint32_t>{16, 8}, {64, 32}, {256, 32}, {1024, 32}, {2, 1}, {1, 1}}) {
+       {std::pair<uint16_t, uint32_t>{16, 8}, {64, 32}, {256, 128}, {1024, 512}, {2, 1}, {1, 1}}) {
     Device dev(kModernFeatures, size);
     CHECK(dev.rxq.refill_threshold() == 0);  // no policy: no threshold
     use_policy(dev, NotifyPolicy{});
@@ -37,8 +44,8 @@ TEST_CASE("automatic refill threshold: min(64, ring size) / 2") {
 
 TEST_CASE("refill threshold forces a notification the guest suppressed, once per crossing") {
   const uint64_t event_idx = GENERATE(0ull, bit(kRingFEventIdx));
-  Device dev(kModernFeatures | event_idx);  // ring 256: threshold 32
-  use_policy(dev, NotifyPolicy{});
+  Device dev(kModernFeatures | event_idx);  // ring 256, threshold 32
+  use_policy(dev, threshold_32());
   if (event_idx) {
     dev.rx.set_used_event(60000);  // far ahead: never reached here
   } else {
@@ -69,7 +76,7 @@ TEST_CASE("refill threshold forces a notification the guest suppressed, once per
 
 TEST_CASE("refill threshold: re-armed by a burst that leaves the guest above it") {
   Device dev(kModernFeatures, 64);  // threshold 32
-  use_policy(dev, NotifyPolicy{});
+  use_policy(dev, threshold_32());
   dev.rx.set_avail_flags(kVringAvailFNoInterrupt);
   // Drains the ring in one burst (plus a retry that finds it empty); returns interrupts sent.
   auto drain = [&dev] {
@@ -97,7 +104,7 @@ TEST_CASE("refill threshold: re-armed by a burst that leaves the guest above it"
 
 TEST_CASE("refill threshold: an empty ring that refuses packets notifies a suppressing guest") {
   Device dev(kModernFeatures | bit(kNetFMrgRxbuf));
-  use_policy(dev, NotifyPolicy{});
+  use_policy(dev, threshold_32());
   dev.rx.set_avail_flags(kVringAvailFNoInterrupt);
   auto pkts = make_packets(3);
   CHECK(dev.enqueue(pkts) == 0);
@@ -111,7 +118,7 @@ TEST_CASE("refill threshold: an empty ring that refuses packets notifies a suppr
 
 TEST_CASE("refill threshold: a low guest that wants notifications gets them without forcing") {
   Device dev(kModernFeatures);
-  use_policy(dev, NotifyPolicy{});
+  use_policy(dev, threshold_32());
   dev.rx.post_rx(20, 1536);  // below 32 from the start
   for (int i = 0; i < 3; ++i) CHECK(dev.enqueue(make_packets(2)) == 2);
   CHECK(dev.rx.take_interrupts() == 3);
@@ -125,6 +132,7 @@ TEST_CASE("refill threshold: a low guest that wants notifications gets them with
 TEST_CASE("refill threshold overrides coalescing") {
   Device dev(kModernFeatures);
   NotifyPolicy p;
+  p.refill_threshold = 32;
   p.coalesce_packets = 64;
   p.coalesce_usecs = 1000000;
   use_policy(dev, p);

@@ -358,7 +358,8 @@ TEST_CASE("defaults are filled in") {
   CHECK(vm.type == PortType::kVhost);
   CHECK(vm.queues == 1);
   CHECK(vm.weight.packets == vqs::app::kDefaultPacketWeight);
-  CHECK(vm.weight.bytes == 512 * 1024);
+  CHECK(vm.weight.bytes == vqs::app::kDefaultByteWeight);
+  CHECK(vqs::app::kDefaultByteWeight == 256 * 1024);
   CHECK(vm.vlan.mode == VlanMode::kNone);
   CHECK(vm.tx_retries_max == 8);
   CHECK_FALSE(vm.client);
@@ -503,7 +504,7 @@ TEST_CASE("rx auto placement: explicit first, the rest round-robin by port then 
   for (size_t s = 0; s < 3; ++s) CHECK(plan.lcores[s].slot == s);
   // Weights: the port's, or overridden field by field.
   CHECK(plan.lcores[0].rx[0].weight.packets == 100);
-  CHECK(plan.lcores[0].rx[0].weight.bytes == 512 * 1024);
+  CHECK(plan.lcores[0].rx[0].weight.bytes == vqs::app::kDefaultByteWeight);
   CHECK(plan.lcores[1].rx[0].weight.packets == 100);
   CHECK(plan.lcores[1].rx[1].weight.packets == vqs::app::kDefaultPacketWeight);
   CHECK(plan.lcores[1].rx[1].weight.bytes == 4096);
@@ -649,7 +650,7 @@ TEST_CASE("format_plan describes ports, lcores and forwarding") {
   CHECK(text.find("vlan trunk 10,20, untagged dropped") != text.npos);
   CHECK(text.find("lcore 1 (slot 0), busy poll forever") != text.npos);
   CHECK(text.find("rx uplink:0, weight " + std::to_string(vqs::app::kDefaultPacketWeight) +
-                  " pkts / 512 KiB") != text.npos);
+                  " pkts / 256 KiB") != text.npos);
 }
 
 }  // namespace

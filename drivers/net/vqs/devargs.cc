@@ -76,7 +76,7 @@ std::optional<VhostDeviceOptions> parse_devargs(const char* args, std::string* e
       options.notify.coalesce_usecs = static_cast<uint32_t>(n);
     } else if (key == "refill_threshold") {
       if (!parse_uint(value, NotifyPolicy::kMaxRefillThreshold, &n))
-        return bad("must be 0..32768 (0: min(64, ring size) / 2)");
+        return bad("must be 0..32768 (0: ring size / 2)");
       options.notify.refill_threshold = static_cast<uint32_t>(n);
     } else if (key == "zerocopy") {
       if (!parse_uint(value, 1, &n)) return bad("must be 0 or 1");

@@ -161,6 +161,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
         limit_hit = lent == LendResult::kNoSlot;
         if (limit_hit && !vq.zero_copy_fallback()) {
           ++stats.zero_copy_limit_waits;
+          result.lending_full = true;  // the owner asks lazy NIC tx queues for the lent chains
           break;  // this packet stays in the guest's ring until a lent chain comes back
         }
       }

@@ -35,6 +35,7 @@ TEST_CASE("automatic refill threshold: half the ring") {
     use_policy(dev, NotifyPolicy{});
     CHECK(dev.rxq.refill_threshold() == expected);
   }
+  CHECK(NotifyPolicy{}.refill_threshold_for(32768) == 16384);  // the largest split ring
   Device dev(kModernFeatures, 256);
   NotifyPolicy p;
   p.refill_threshold = 100;

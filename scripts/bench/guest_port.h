@@ -1,4 +1,4 @@
-// What the benchmark guests (vqs-guest-tx, vqs-noisy-guest) share: starting their ports.
+// What the benchmark guests share: starting their ports.
 #pragma once
 
 #include <rte_ethdev.h>
@@ -6,9 +6,11 @@
 
 namespace vqs::bench {
 
-// Configures and starts `port` with one queue pair, rings of the driver's default size.
-inline bool start_port(uint16_t port, rte_mempool* pool) {
+// Configures and starts `port` with one queue pair, rings of the driver's default size; with
+// `rx_interrupts`, its Rx queue's interrupt can be armed (rte_eth_dev_rx_intr_enable).
+inline bool start_port(uint16_t port, rte_mempool* pool, bool rx_interrupts = false) {
   rte_eth_conf conf{};
+  conf.intr_conf.rxq = rx_interrupts ? 1 : 0;
   return rte_eth_dev_configure(port, 1, 1, &conf) == 0 &&
          rte_eth_rx_queue_setup(port, 0, 0, rte_eth_dev_socket_id(port), nullptr, pool) == 0 &&
          rte_eth_tx_queue_setup(port, 0, 0, rte_eth_dev_socket_id(port), nullptr) == 0 &&

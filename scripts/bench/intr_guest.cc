@@ -33,15 +33,16 @@
 #include <cstring>
 #include <vector>
 
+#include "guest_commands.h"
+#include "guest_frame.h"
+#include "guest_port.h"
+
 namespace {
+
+using vqs::bench::PortList;
 
 constexpr uint16_t kMaxBurst = 64;
 constexpr uint64_t kMaxTicksAtOnce = 4;  // after a stall, catch up at most this many bursts
-
-struct ActiveSet {
-  uint16_t tx = RTE_MAX_ETHPORTS;  // RTE_MAX_ETHPORTS: stopped
-  uint16_t rx = RTE_MAX_ETHPORTS;
-};
 
 struct Counters {
   std::atomic<uint64_t> sent{0};
@@ -51,8 +52,7 @@ struct Counters {
 };
 
 std::atomic<bool> g_stop{false};
-std::atomic<uint32_t> g_generation{0};
-ActiveSet g_set_shared;  // written by the main lcore before the generation moves
+vqs::bench::Published<PortList> g_active;  // {sender, receiver}; empty: stopped
 Counters g_counters;
 int g_control_fd = -1;  // eventfd: the main lcore wakes the worker for a new set or the end
 
@@ -62,15 +62,6 @@ struct Worker {
   uint16_t burst;
   uint64_t interval_ns;
 };
-
-void build_frame(rte_mbuf* m, uint32_t size) {
-  auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
-  eth->dst_addr = rte_ether_addr{{0x02, 0, 0, 0, 0, 0x02}};
-  eth->src_addr = rte_ether_addr{{0x02, 0, 0, 0, 0, 0x01}};
-  eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
-  m->data_len = static_cast<uint16_t>(size);
-  m->pkt_len = size;
-}
 
 void clear_fd(int fd) {
   uint64_t value;
@@ -111,7 +102,8 @@ void drain(uint16_t port) {
 void send_burst(const Worker& w, uint16_t port) {
   rte_mbuf* pkts[kMaxBurst];
   if (rte_pktmbuf_alloc_bulk(w.pool, pkts, w.burst) != 0) return;
-  for (uint16_t i = 0; i < w.burst; ++i) build_frame(pkts[i], w.size);
+  for (uint16_t i = 0; i < w.burst; ++i)
+    vqs::bench::build_frame(pkts[i], w.size, RTE_ETHER_TYPE_IPV4);
   const uint16_t sent = rte_eth_tx_burst(port, 0, pkts, w.burst);
   if (sent < w.burst) rte_pktmbuf_free_bulk(pkts + sent, w.burst - sent);
   g_counters.sent.fetch_add(sent, std::memory_order_relaxed);
@@ -148,8 +140,9 @@ int worker_loop(void* arg) {
     ev.data.u64 = port;
     epoll_ctl(epoll_fd, EPOLL_CTL_ADD, rx_fd[port], &ev);
   }
-  uint32_t generation = g_generation.load(std::memory_order_acquire);
-  ActiveSet set;
+  uint32_t seen = 0;
+  uint16_t tx = RTE_MAX_ETHPORTS, rx = RTE_MAX_ETHPORTS;  // RTE_MAX_ETHPORTS: stopped
+  PortList ports;
   epoll_event events[8];
   while (!g_stop.load(std::memory_order_relaxed)) {
     const int n = epoll_wait(epoll_fd, events, 8, 100);  // 100 ms: to see g_stop
@@ -160,22 +153,21 @@ int worker_loop(void* arg) {
       } else if (key == kTimerKey) {
         uint64_t ticks = 0;
         if (read(timer_fd, &ticks, sizeof(ticks)) != sizeof(ticks)) continue;
-        for (uint64_t t = 0; set.tx != RTE_MAX_ETHPORTS && t < std::min(ticks, kMaxTicksAtOnce); ++t)
-          send_burst(w, set.tx);
+        for (uint64_t t = 0; tx != RTE_MAX_ETHPORTS && t < std::min(ticks, kMaxTicksAtOnce); ++t)
+          send_burst(w, tx);
       } else {
         clear_fd(rx_fd[key]);
-        if (key != set.rx) continue;
+        if (key != rx) continue;
         g_counters.wakeups.fetch_add(1, std::memory_order_relaxed);
-        drain(set.rx);
+        drain(rx);
       }
     }
-    const uint32_t g = g_generation.load(std::memory_order_acquire);
-    if (g != generation) {
-      generation = g;
-      if (set.rx != RTE_MAX_ETHPORTS) rte_eth_dev_rx_intr_disable(set.rx, 0);
-      set = g_set_shared;
-      set_timer(timer_fd, set.tx != RTE_MAX_ETHPORTS ? w.interval_ns : 0);
-      if (set.rx != RTE_MAX_ETHPORTS) drain(set.rx);  // what an earlier period left, and arm
+    if (g_active.take(&seen, &ports)) {
+      if (rx != RTE_MAX_ETHPORTS) rte_eth_dev_rx_intr_disable(rx, 0);
+      tx = ports.size() == 2 ? ports[0] : RTE_MAX_ETHPORTS;
+      rx = ports.size() == 2 ? ports[1] : RTE_MAX_ETHPORTS;
+      set_timer(timer_fd, tx != RTE_MAX_ETHPORTS ? w.interval_ns : 0);
+      if (rx != RTE_MAX_ETHPORTS) drain(rx);  // what an earlier period left, and arm
     }
   }
   close(timer_fd);
@@ -189,65 +181,27 @@ void wake_worker() {
 }
 
 // "show port stats all": the rates since the previous call.
-void report(uint64_t* last_tsc, uint64_t last[4]) {
-  const uint64_t now = rte_get_tsc_cycles();
-  const uint64_t values[4] = {g_counters.sent.load(), g_counters.received.load(),
-                              g_counters.wakeups.load(), g_counters.refused.load()};
-  const double seconds =
-      *last_tsc == 0 ? 0
-                     : static_cast<double>(now - *last_tsc) / static_cast<double>(rte_get_tsc_hz());
-  unsigned long rate[4];
-  for (int k = 0; k < 4; ++k) {
-    rate[k] = seconds > 0 ? static_cast<unsigned long>((values[k] - last[k]) / seconds) : 0UL;
-    last[k] = values[k];
-  }
-  std::printf("  Tx-pps: %12lu\n  Rx-pps: %12lu\n  Intr: wakeups-ps %lu refused-ps %lu\n", rate[0],
-              rate[1], rate[2], rate[3]);
-  *last_tsc = now;
-}
-
-void run_commands() {
-  ActiveSet selected;
-  uint64_t last_tsc = 0, last[4] = {};
-  char line[256];
-  std::printf("testpmd> ");
-  std::fflush(stdout);
-  while (!g_stop.load() && std::fgets(line, sizeof(line), stdin) != nullptr) {
-    unsigned a, b;
-    if (std::sscanf(line, "set portlist %u,%u", &a, &b) == 2 && rte_eth_dev_is_valid_port(a) &&
-        rte_eth_dev_is_valid_port(b)) {
-      selected = {static_cast<uint16_t>(a), static_cast<uint16_t>(b)};
-    } else if (std::strncmp(line, "start", 5) == 0) {
-      g_set_shared = selected;
-      g_generation.fetch_add(1, std::memory_order_release);
-      wake_worker();
-    } else if (std::strncmp(line, "stop", 4) == 0) {
-      g_set_shared = ActiveSet{};
-      g_generation.fetch_add(1, std::memory_order_release);
-      wake_worker();
-    } else if (std::strncmp(line, "show port stats all", 19) == 0) {
-      report(&last_tsc, last);
-    } else if (std::strncmp(line, "quit", 4) == 0) {
-      break;
+class Reporter {
+ public:
+  void report() {
+    const double seconds = interval_.next();
+    const uint64_t values[4] = {g_counters.sent.load(), g_counters.received.load(),
+                                g_counters.wakeups.load(), g_counters.refused.load()};
+    unsigned long rate[4];
+    for (int k = 0; k < 4; ++k) {
+      rate[k] = vqs::bench::ReportInterval::rate(values[k] - last_[k], seconds);
+      last_[k] = values[k];
     }
-    std::printf("testpmd> ");
-    std::fflush(stdout);
+    std::printf("  Tx-pps: %12lu\n  Rx-pps: %12lu\n  Intr: wakeups-ps %lu refused-ps %lu\n",
+                rate[0], rate[1], rate[2], rate[3]);
   }
-  g_stop.store(true);
-  wake_worker();
-}
+
+ private:
+  vqs::bench::ReportInterval interval_;
+  uint64_t last_[4] = {};
+};
 
 void on_signal(int) { g_stop.store(true); }
-
-// One queue pair with the Rx queue's interrupt available.
-bool start_port(uint16_t port, rte_mempool* pool) {
-  rte_eth_conf conf{};
-  conf.intr_conf.rxq = 1;
-  return rte_eth_dev_configure(port, 1, 1, &conf) == 0 &&
-         rte_eth_rx_queue_setup(port, 0, 0, rte_eth_dev_socket_id(port), nullptr, pool) == 0 &&
-         rte_eth_tx_queue_setup(port, 0, 0, rte_eth_dev_socket_id(port), nullptr) == 0 &&
-         rte_eth_dev_start(port) == 0;
-}
 
 }  // namespace
 
@@ -288,7 +242,7 @@ int main(int argc, char** argv) {
   }
   uint16_t port;
   RTE_ETH_FOREACH_DEV(port) {
-    if (!start_port(port, pool)) {
+    if (!vqs::bench::start_port(port, pool, true)) {
       std::fprintf(stderr, "vqs-intr-guest: port %u setup failed (Rx interrupts?)\n", port);
       return 1;
     }
@@ -297,7 +251,21 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   Worker w{pool, size, static_cast<uint16_t>(burst), uint64_t{1000000000} * burst / pps};
   rte_eal_remote_launch(worker_loop, &w, worker);
-  run_commands();
+  Reporter reporter;
+  vqs::bench::GuestCommands commands;
+  commands.ports = 2;
+  commands.start = [](const PortList& ports) {
+    g_active.publish(ports);
+    wake_worker();
+  };
+  commands.stop = [] {
+    g_active.publish({});
+    wake_worker();
+  };
+  commands.show = [&reporter] { reporter.report(); };
+  vqs::bench::run_guest_commands(commands, g_stop);
+  g_stop.store(true);
+  wake_worker();
   rte_eal_wait_lcore(worker);
   RTE_ETH_FOREACH_DEV(port) {
     rte_eth_dev_stop(port);

@@ -29,9 +29,13 @@
 #include <cstring>
 #include <vector>
 
+#include "guest_commands.h"
+#include "guest_frame.h"
 #include "guest_port.h"
 
 namespace {
+
+using vqs::bench::PortList;
 
 constexpr uint16_t kBurst = 32;
 constexpr uint32_t kProbeLen = 64;
@@ -39,6 +43,7 @@ constexpr uint32_t kProbeMagic = 0x76717370;  // "vqsp"
 // Latencies kept between two reports: 2^23 probes, 8 s at 1M probes/s (--probe-us 1).
 constexpr uint32_t kLatencyCapacity = 1u << 23;
 
+// The ports of the active set: "set portlist FLOOD,PROBE_TX,PROBE_RX".
 struct ActiveSet {
   uint16_t flood = RTE_MAX_ETHPORTS;  // RTE_MAX_ETHPORTS: stopped
   uint16_t probe_tx = RTE_MAX_ETHPORTS;
@@ -52,9 +57,7 @@ struct ProbePayload {
 };
 
 std::atomic<bool> g_stop{false};
-// The worker picks up a new set when the generation changes.
-std::atomic<uint32_t> g_generation{0};
-ActiveSet g_set_shared;  // written by the main lcore before the generation moves
+vqs::bench::Published<PortList> g_active;  // empty: stopped
 std::atomic<uint64_t> g_flood_sent{0};
 // Probes are numbered: the loss over an interval is how far the highest number received moved,
 // less how many arrived, so probes still in flight at its end are not counted lost. Both are
@@ -63,15 +66,6 @@ std::atomic<uint64_t> g_flood_sent{0};
 std::atomic<uint64_t> g_probe_progress{0};
 std::vector<uint32_t> g_latency_ns(kLatencyCapacity);
 std::atomic<uint64_t> g_latency_count{0};  // released after each entry is written
-
-void build_frame(rte_mbuf* m, uint32_t size, uint16_t ether_type) {
-  auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
-  eth->dst_addr = rte_ether_addr{{0x02, 0, 0, 0, 0, 0x02}};
-  eth->src_addr = rte_ether_addr{{0x02, 0, 0, 0, 0, 0x01}};
-  eth->ether_type = rte_cpu_to_be_16(ether_type);
-  m->data_len = static_cast<uint16_t>(size);
-  m->pkt_len = size;
-}
 
 struct Worker {
   rte_mempool* pool;
@@ -83,21 +77,19 @@ struct Worker {
 int worker_loop(void* arg) {
   const Worker& w = *static_cast<const Worker*>(arg);
   const uint64_t ns_per_cycle_q32 = (uint64_t{1000000000} << 32) / rte_get_tsc_hz();
-  uint32_t generation = g_generation.load(std::memory_order_acquire);
-  ActiveSet set = g_set_shared;
+  uint32_t seen = 0;
+  PortList ports;
+  ActiveSet set;
   uint32_t seq = 0;
   uint64_t next_probe = rte_rdtsc();
   rte_mbuf* pkts[kBurst];
   while (!g_stop.load(std::memory_order_relaxed)) {
-    const uint32_t g = g_generation.load(std::memory_order_acquire);
-    if (g != generation) {
-      generation = g;
-      set = g_set_shared;
-    }
+    if (g_active.take(&seen, &ports))
+      set = ports.size() == 3 ? ActiveSet{ports[0], ports[1], ports[2]} : ActiveSet{};
     if (set.flood == RTE_MAX_ETHPORTS) continue;
     // The flood: whatever its ring takes.
     if (w.flood && rte_pktmbuf_alloc_bulk(w.pool, pkts, kBurst) == 0) {
-      for (uint16_t i = 0; i < kBurst; ++i) build_frame(pkts[i], w.size, RTE_ETHER_TYPE_IPV4);
+      for (uint16_t i = 0; i < kBurst; ++i) vqs::bench::build_frame(pkts[i], w.size, RTE_ETHER_TYPE_IPV4);
       const uint16_t sent = rte_eth_tx_burst(set.flood, 0, pkts, kBurst);
       if (sent < kBurst) rte_pktmbuf_free_bulk(pkts + sent, kBurst - sent);
       g_flood_sent.fetch_add(sent, std::memory_order_relaxed);
@@ -108,7 +100,7 @@ int worker_loop(void* arg) {
       next_probe = now + w.probe_interval_cycles;
       rte_mbuf* m = rte_pktmbuf_alloc(w.pool);
       if (m != nullptr) {
-        build_frame(m, kProbeLen, 0x88b5);  // IEEE local experimental
+        vqs::bench::build_frame(m, kProbeLen, 0x88b5);  // IEEE local experimental
         auto* p = rte_pktmbuf_mtod_offset(m, ProbePayload*, sizeof(rte_ether_hdr));
         p->magic = kProbeMagic;
         p->seq = seq;  // numbered only once the ring took it: a refused probe is not lost
@@ -150,72 +142,47 @@ int worker_loop(void* arg) {
 }
 
 // "show port stats all": rates and the latency distribution since the previous call.
-void report(uint64_t* last_tsc, uint64_t* last_flood, uint64_t* last_highest,
-            uint64_t* last_received, uint64_t* last_count) {
-  const uint64_t now = rte_get_tsc_cycles();
-  const uint64_t flood = g_flood_sent.load();
-  const uint64_t progress = g_probe_progress.load();
-  const auto highest = static_cast<uint32_t>(progress >> 32);
-  const auto received = static_cast<uint32_t>(progress);
-  const uint64_t count = g_latency_count.load(std::memory_order_acquire);
-  const double seconds =
-      *last_tsc == 0 ? 0
-                     : static_cast<double>(now - *last_tsc) / static_cast<double>(rte_get_tsc_hz());
-  auto pps = [&](uint64_t d) {
-    return seconds > 0 ? static_cast<unsigned long>(d / seconds) : 0UL;
-  };
-  // Modulo 2^32, as published.
-  const uint32_t sent_d = highest - static_cast<uint32_t>(*last_highest);  // numbered meanwhile
-  const uint32_t received_d = received - static_cast<uint32_t>(*last_received);
-  std::printf("  Tx-pps: %12lu\n  Rx-pps: %12lu\n", pps(flood - *last_flood), pps(received_d));
-  std::vector<uint32_t> lat;
-  const uint64_t first =
-      std::max(*last_count, count > kLatencyCapacity ? count - kLatencyCapacity : 0);
-  lat.reserve(count - first);
-  for (uint64_t i = first; i < count; ++i) lat.push_back(g_latency_ns[i % kLatencyCapacity]);
-  std::sort(lat.begin(), lat.end());
-  auto at = [&](double q) {
-    return lat.empty() ? 0UL
-                       : static_cast<unsigned long>(lat[static_cast<size_t>(q * (lat.size() - 1))]);
-  };
-  std::printf("  Probe-latency-ns: p50 %lu p99 %lu p999 %lu max %lu lost %lu of %lu\n", at(0.5),
-              at(0.99), at(0.999), lat.empty() ? 0UL : static_cast<unsigned long>(lat.back()),
-              static_cast<unsigned long>(sent_d > received_d ? sent_d - received_d : 0),
-              static_cast<unsigned long>(sent_d));
-  *last_tsc = now;
-  *last_flood = flood;
-  *last_highest = highest;
-  *last_received = received;
-  *last_count = count;
-}
-
-void run_commands() {
-  ActiveSet selected;
-  uint64_t last_tsc = 0, last_flood = 0, last_highest = 0, last_received = 0, last_count = 0;
-  char line[256];
-  std::printf("testpmd> ");
-  std::fflush(stdout);
-  while (!g_stop.load() && std::fgets(line, sizeof(line), stdin) != nullptr) {
-    unsigned a, b, c;
-    if (std::sscanf(line, "set portlist %u,%u,%u", &a, &b, &c) == 3 && a < RTE_MAX_ETHPORTS &&
-        b < RTE_MAX_ETHPORTS && c < RTE_MAX_ETHPORTS) {
-      selected = {static_cast<uint16_t>(a), static_cast<uint16_t>(b), static_cast<uint16_t>(c)};
-    } else if (std::strncmp(line, "start", 5) == 0) {
-      g_set_shared = selected;
-      g_generation.fetch_add(1, std::memory_order_release);
-    } else if (std::strncmp(line, "stop", 4) == 0) {
-      g_set_shared = ActiveSet{};
-      g_generation.fetch_add(1, std::memory_order_release);
-    } else if (std::strncmp(line, "show port stats all", 19) == 0) {
-      report(&last_tsc, &last_flood, &last_highest, &last_received, &last_count);
-    } else if (std::strncmp(line, "quit", 4) == 0) {
-      break;
-    }
-    std::printf("testpmd> ");
-    std::fflush(stdout);
+// "show port stats all": the rates and the latency distribution since the previous call.
+class Reporter {
+ public:
+  void report() {
+    const double seconds = interval_.next();
+    const uint64_t flood = g_flood_sent.load();
+    const uint64_t progress = g_probe_progress.load();
+    const auto highest = static_cast<uint32_t>(progress >> 32);
+    const auto received = static_cast<uint32_t>(progress);
+    const uint64_t count = g_latency_count.load(std::memory_order_acquire);
+    // Modulo 2^32, as published.
+    const uint32_t sent_d = highest - last_highest_;  // numbered meanwhile
+    const uint32_t received_d = received - last_received_;
+    std::printf("  Tx-pps: %12lu\n  Rx-pps: %12lu\n",
+                vqs::bench::ReportInterval::rate(flood - last_flood_, seconds),
+                vqs::bench::ReportInterval::rate(received_d, seconds));
+    std::vector<uint32_t> lat;
+    const uint64_t first =
+        std::max(last_count_, count > kLatencyCapacity ? count - kLatencyCapacity : 0);
+    lat.reserve(count - first);
+    for (uint64_t i = first; i < count; ++i) lat.push_back(g_latency_ns[i % kLatencyCapacity]);
+    std::sort(lat.begin(), lat.end());
+    auto at = [&](double q) {
+      return lat.empty() ? 0UL
+                         : static_cast<unsigned long>(lat[static_cast<size_t>(q * (lat.size() - 1))]);
+    };
+    std::printf("  Probe-latency-ns: p50 %lu p99 %lu p999 %lu max %lu lost %lu of %lu\n", at(0.5),
+                at(0.99), at(0.999), lat.empty() ? 0UL : static_cast<unsigned long>(lat.back()),
+                static_cast<unsigned long>(sent_d > received_d ? sent_d - received_d : 0),
+                static_cast<unsigned long>(sent_d));
+    last_flood_ = flood;
+    last_highest_ = highest;
+    last_received_ = received;
+    last_count_ = count;
   }
-  g_stop.store(true);
-}
+
+ private:
+  vqs::bench::ReportInterval interval_;
+  uint64_t last_flood_ = 0, last_count_ = 0;
+  uint32_t last_highest_ = 0, last_received_ = 0;
+};
 
 void on_signal(int) { g_stop.store(true); }
 
@@ -271,7 +238,14 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   Worker w{pool, size, rte_get_tsc_hz() * probe_us / 1000000, flood};
   rte_eal_remote_launch(worker_loop, &w, worker);
-  run_commands();
+  Reporter reporter;
+  vqs::bench::GuestCommands commands;
+  commands.ports = 3;
+  commands.start = [](const PortList& ports) { g_active.publish(ports); };
+  commands.stop = [] { g_active.publish({}); };
+  commands.show = [&reporter] { reporter.report(); };
+  vqs::bench::run_guest_commands(commands, g_stop);
+  g_stop.store(true);
   rte_eal_wait_lcore(worker);
   RTE_ETH_FOREACH_DEV(port) {
     rte_eth_dev_stop(port);

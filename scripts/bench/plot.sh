@@ -32,9 +32,10 @@ gp_header() {
 # bytes the switch took from it, beside the share its weights ask for.
 shares_tsv=$top/docs/data/$table-shares.tsv
 if [ -f "$shares_tsv" ]; then
-  # Label: variant, port and its frame size ("p1:2:4 vm0 64B").
+  # Label: variant, port, its frame size and the run's sizes ("p1:2:4 vm0 64B of 64/512/1500").
   awk -F'\t' 'NR > 1 {n = split($2, z, ","); k = substr($3, 3) + 1; if (k > n) k = n
-      print $1 " " $3 " " z[k] "B\t" $4 "\t" $5 "\t" $6}' "$shares_tsv" >"$work/shares"
+      all = $2; gsub(",", "/", all)
+      print $1 " " $3 " " z[k] "B of " all "\t" $4 "\t" $5 "\t" $6}' "$shares_tsv" >"$work/shares"
   {
     gp_header "${png%.png}-shares.png" "Shares of one switch lcore under overload ($table, $(date -u -r "$shares_tsv" +%F))"
     echo "set style data histograms"

@@ -26,18 +26,17 @@
 #include <string>
 #include <vector>
 
+#include "guest_commands.h"
+#include "guest_frame.h"
 #include "guest_port.h"
 
 namespace {
 
+using vqs::bench::PortList;
+
 constexpr uint16_t kBurst = 32;
 constexpr uint32_t kMaxActive = 8;
 constexpr uint32_t kMaxSize = 1518;  // one default-sized mbuf per frame
-
-struct ActiveSet {
-  std::array<uint16_t, kMaxActive> ports{};
-  uint32_t count = 0;  // 0: stopped
-};
 
 // One writer (the worker), so relaxed stores of running totals are enough.
 struct alignas(64) SlotCounters {
@@ -46,8 +45,7 @@ struct alignas(64) SlotCounters {
 };
 
 std::atomic<bool> g_stop{false};
-std::atomic<uint32_t> g_generation{0};  // the worker picks up a new set when it changes
-ActiveSet g_set_shared;                 // written by the main lcore before the generation moves
+vqs::bench::Published<PortList> g_active;  // empty: stopped
 std::array<SlotCounters, kMaxActive> g_sent;
 
 struct Worker {
@@ -56,32 +54,20 @@ struct Worker {
   uint32_t size_of(uint32_t slot) const { return sizes[std::min<size_t>(slot, sizes.size() - 1)]; }
 };
 
-void build_frame(rte_mbuf* m, uint32_t size) {
-  auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
-  eth->dst_addr = rte_ether_addr{{0x02, 0, 0, 0, 0, 0x02}};
-  eth->src_addr = rte_ether_addr{{0x02, 0, 0, 0, 0, 0x01}};
-  eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
-  m->data_len = static_cast<uint16_t>(size);
-  m->pkt_len = size;
-}
-
 int worker_loop(void* arg) {
   const Worker& w = *static_cast<const Worker*>(arg);
-  uint32_t generation = g_generation.load(std::memory_order_acquire);
-  ActiveSet set = g_set_shared;
+  uint32_t seen = 0;
+  PortList ports;
   std::array<uint64_t, kMaxActive> packets{}, bytes{};
   rte_mbuf* pkts[kBurst];
   while (!g_stop.load(std::memory_order_relaxed)) {
-    const uint32_t g = g_generation.load(std::memory_order_acquire);
-    if (g != generation) {
-      generation = g;
-      set = g_set_shared;
-    }
-    for (uint32_t k = 0; k < set.count; ++k) {
-      if (rte_pktmbuf_alloc_bulk(w.pool, pkts, kBurst) != 0) break;
+    g_active.take(&seen, &ports);
+    for (uint32_t k = 0; k < ports.size(); ++k) {
+      if (rte_pktmbuf_alloc_bulk(w.pool, pkts, kBurst) != 0) continue;  // the pool refills
       const uint32_t size = w.size_of(k);
-      for (uint16_t i = 0; i < kBurst; ++i) build_frame(pkts[i], size);
-      const uint16_t sent = rte_eth_tx_burst(set.ports[k], 0, pkts, kBurst);
+      for (uint16_t i = 0; i < kBurst; ++i)
+        vqs::bench::build_frame(pkts[i], size, RTE_ETHER_TYPE_IPV4);
+      const uint16_t sent = rte_eth_tx_burst(ports[k], 0, pkts, kBurst);
       if (sent < kBurst) rte_pktmbuf_free_bulk(pkts + sent, kBurst - sent);
       packets[k] += sent;
       bytes[k] += uint64_t{sent} * size;
@@ -92,68 +78,32 @@ int worker_loop(void* arg) {
   return 0;
 }
 
-// "show port stats all": the rates since the previous call.
-void report(uint64_t* last_tsc, std::array<uint64_t, kMaxActive>* last_packets,
-            std::array<uint64_t, kMaxActive>* last_bytes, uint32_t count) {
-  const uint64_t now = rte_get_tsc_cycles();
-  const double seconds =
-      *last_tsc == 0 ? 0
-                     : static_cast<double>(now - *last_tsc) / static_cast<double>(rte_get_tsc_hz());
-  auto rate = [&](uint64_t d) {
-    return seconds > 0 ? static_cast<unsigned long>(static_cast<double>(d) / seconds) : 0UL;
-  };
-  std::string pps, bps;
-  uint64_t total = 0;
-  for (uint32_t k = 0; k < kMaxActive; ++k) {
-    const uint64_t p = g_sent[k].packets.load(std::memory_order_relaxed);
-    const uint64_t b = g_sent[k].bytes.load(std::memory_order_relaxed);
-    if (k < count) {
-      total += p - (*last_packets)[k];
-      pps += " " + std::to_string(rate(p - (*last_packets)[k]));
-      bps += " " + std::to_string(rate(b - (*last_bytes)[k]));
-    }
-    (*last_packets)[k] = p;
-    (*last_bytes)[k] = b;
-  }
-  std::printf("  Tx-pps: %12lu\n  Share-pps:%s\n  Share-Bps:%s\n", rate(total), pps.c_str(),
-              bps.c_str());
-  *last_tsc = now;
-}
-
-void run_commands() {
-  ActiveSet selected;
-  uint64_t last_tsc = 0;
-  std::array<uint64_t, kMaxActive> last_packets{}, last_bytes{};
-  char line[256];
-  std::printf("testpmd> ");
-  std::fflush(stdout);
-  while (!g_stop.load() && std::fgets(line, sizeof(line), stdin) != nullptr) {
-    if (std::strncmp(line, "set portlist ", 13) == 0) {
-      selected = ActiveSet{};
-      for (char* p = line + 13; selected.count < kMaxActive;) {
-        char* end;
-        const unsigned long port = std::strtoul(p, &end, 10);
-        if (end == p || port >= RTE_MAX_ETHPORTS || !rte_eth_dev_is_valid_port(port)) break;
-        selected.ports[selected.count++] = static_cast<uint16_t>(port);
-        if (*end != ',') break;
-        p = end + 1;
+// "show port stats all": the rates since the previous call, for the `count` active ports.
+class Reporter {
+ public:
+  void report(size_t count) {
+    const double seconds = interval_.next();
+    std::string pps, bps;
+    uint64_t total = 0;
+    for (uint32_t k = 0; k < kMaxActive; ++k) {
+      const uint64_t p = g_sent[k].packets.load(std::memory_order_relaxed);
+      const uint64_t b = g_sent[k].bytes.load(std::memory_order_relaxed);
+      if (k < count) {
+        total += p - last_packets_[k];
+        pps += " " + std::to_string(vqs::bench::ReportInterval::rate(p - last_packets_[k], seconds));
+        bps += " " + std::to_string(vqs::bench::ReportInterval::rate(b - last_bytes_[k], seconds));
       }
-    } else if (std::strncmp(line, "start", 5) == 0) {
-      g_set_shared = selected;
-      g_generation.fetch_add(1, std::memory_order_release);
-    } else if (std::strncmp(line, "stop", 4) == 0) {
-      g_set_shared = ActiveSet{};
-      g_generation.fetch_add(1, std::memory_order_release);
-    } else if (std::strncmp(line, "show port stats all", 19) == 0) {
-      report(&last_tsc, &last_packets, &last_bytes, selected.count);
-    } else if (std::strncmp(line, "quit", 4) == 0) {
-      break;
+      last_packets_[k] = p;
+      last_bytes_[k] = b;
     }
-    std::printf("testpmd> ");
-    std::fflush(stdout);
+    std::printf("  Tx-pps: %12lu\n  Share-pps:%s\n  Share-Bps:%s\n",
+                vqs::bench::ReportInterval::rate(total, seconds), pps.c_str(), bps.c_str());
   }
-  g_stop.store(true);
-}
+
+ private:
+  vqs::bench::ReportInterval interval_;
+  std::array<uint64_t, kMaxActive> last_packets_{}, last_bytes_{};
+};
 
 void on_signal(int) { g_stop.store(true); }
 
@@ -192,7 +142,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vqs-share-guest: needs --vdev ports and a worker lcore\n");
     return 2;
   }
-  w.pool = rte_pktmbuf_pool_create("share", 32767, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+  // Each port may hold a ring's worth on Rx and an uncleaned one on Tx (1024 each by default).
+  const unsigned mbufs = std::max(32767u, rte_eth_dev_count_avail() * 2048u + 8192u);
+  w.pool = rte_pktmbuf_pool_create("share", mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
                                    static_cast<int>(rte_socket_id()));
   if (w.pool == nullptr) {
     std::fprintf(stderr, "vqs-share-guest: no mbuf pool\n");
@@ -208,7 +160,17 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   rte_eal_remote_launch(worker_loop, &w, worker);
-  run_commands();
+  Reporter reporter;
+  size_t active = 0;
+  vqs::bench::GuestCommands commands;
+  commands.start = [&](const PortList& ports) {
+    active = std::min<size_t>(ports.size(), kMaxActive);
+    g_active.publish(PortList(ports.begin(), ports.begin() + static_cast<long>(active)));
+  };
+  commands.stop = [&] { g_active.publish({}); };
+  commands.show = [&] { reporter.report(active); };
+  vqs::bench::run_guest_commands(commands, g_stop);
+  g_stop.store(true);
   rte_eal_wait_lcore(worker);
   RTE_ETH_FOREACH_DEV(port) {
     rte_eth_dev_stop(port);

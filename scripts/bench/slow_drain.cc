@@ -28,6 +28,8 @@
 #include <cstring>
 #include <thread>
 
+#include "guest_frame.h"
+
 namespace {
 
 constexpr unsigned kBurst = 64;
@@ -39,14 +41,6 @@ constexpr long kMaxTickNs = 2000000;
 std::atomic<bool> g_stop{false};
 std::atomic<uint64_t> g_rate{0};
 std::atomic<uint64_t> g_drained{0};
-
-bool parse_mac(const char* text, rte_ether_addr* mac) {
-  unsigned b[6];
-  if (std::sscanf(text, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]) != 6)
-    return false;
-  for (int i = 0; i < 6; ++i) mac->addr_bytes[i] = static_cast<uint8_t>(b[i]);
-  return true;
-}
 
 // Takes what the rate allows every tick; a credit of at most one burst carries over, so a rate
 // change takes effect within a tick.
@@ -104,7 +98,7 @@ int main(int argc, char** argv) {
       held_name = argv[++i];
     else if (std::strcmp(argv[i], "--return") == 0)
       back_name = argv[++i];
-    else if (std::strcmp(argv[i], "--mac") == 0 && !parse_mac(argv[++i], &mac))
+    else if (std::strcmp(argv[i], "--mac") == 0 && !vqs::bench::parse_mac(argv[++i], &mac))
       held_name = nullptr;
   }
   if (held_name == nullptr || back_name == nullptr) {

@@ -288,7 +288,7 @@ start_vqswitch() {
       for k in 0 1 2; do
         part=""
         [ ${#parts[@]} -eq 0 ] || part=${parts[$k]:-${parts[$((${#parts[@]} - 1))]}}
-        echo "  - {name: vm$k, type: vhost, socket: $run/vqs$i-vm$k.sock${part:+, $part}}"
+        echo "  - {name: vm$k, type: vhost, socket: $run/vqs$i-vm$k.sock${part:+, $part}${vhost_extra:+, $vhost_extra}}"
         echo "  - {name: nic$k, type: ethdev, device: \"net_null$k,no-rx=1\"}"
       done
       echo "  - {name: nic3, type: ethdev, device: \"net_null3,size=64\", weight: {packets: 1024}}"
@@ -509,9 +509,11 @@ intr_summary() {
         med(s, n) / 1e6, med(r, n) / 1e6, med(l, n), med(w, n), med(f, n), n
     }'
 }
-# intr_loss "...": the median loss (%).
+# intr_loss "...": the median loss (%); - without a period that sent anything.
 intr_loss() {
-  echo "$1" | tr ' ' '\n' | sed '/^$/d' | awk -F/ '$1 > 0 {printf "%.3f\n", 100 * ($1 - $2) / $1}' | median
+  local losses
+  losses=$(echo "$1" | tr ' ' '\n' | sed '/^$/d' | awk -F/ '$1 > 0 {printf "%.3f\n", 100 * ($1 - $2) / $1}')
+  if [ -n "$losses" ]; then echo "$losses" | median; else echo -; fi
 }
 
 # probe_us FIELD "p50/p99/p999/lost/sent ...": the median of the periods' FIELD (1: p50, 2: p99)

@@ -26,21 +26,21 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "guest_commands.h"
+#include "guest_frame.h"
 #include "guest_port.h"
 
 namespace {
 
+using vqs::bench::build_frame;
+using vqs::bench::PortList;
+
 constexpr uint16_t kMaxBurst = 32;
 constexpr uint16_t kEtherTypeA = 0x88b5;  // IEEE local experimental 1 and 2
 constexpr uint16_t kEtherTypeB = 0x88b6;
-const rte_ether_addr kSenderMac{{0x02, 0, 0, 0, 0, 0x01}};
+const rte_ether_addr kSenderMac = vqs::bench::kGuestSrcMac;
 const rte_ether_addr kReceiverMac{{0x02, 0, 0, 0, 0, 0xbb}};
 const rte_ether_addr kBroadcast{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
-
-struct ActiveSet {
-  uint16_t tx = RTE_MAX_ETHPORTS;  // RTE_MAX_ETHPORTS: stopped
-  uint16_t rx = RTE_MAX_ETHPORTS;
-};
 
 struct Counters {
   std::atomic<uint64_t> a_sent{0};
@@ -50,8 +50,7 @@ struct Counters {
 };
 
 std::atomic<bool> g_stop{false};
-std::atomic<uint32_t> g_generation{0};
-ActiveSet g_set_shared;  // written by the main lcore before the generation moves
+vqs::bench::Published<PortList> g_active;  // {sender, receiver}; empty: stopped
 Counters g_counters;
 
 struct Worker {
@@ -62,16 +61,6 @@ struct Worker {
   rte_ether_addr mac_a;
 };
 
-void build_frame(rte_mbuf* m, const rte_ether_addr& dst, const rte_ether_addr& src, uint16_t type,
-                 uint32_t size) {
-  auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
-  eth->dst_addr = dst;
-  eth->src_addr = src;
-  eth->ether_type = rte_cpu_to_be_16(type);
-  m->data_len = static_cast<uint16_t>(size);
-  m->pkt_len = size;
-}
-
 // Sends the frames of one flow that are due (at most a burst); returns how many the ring took.
 uint16_t send_due(const Worker& w, uint16_t port, uint64_t now, uint64_t* next,
                   const rte_ether_addr& dst, uint16_t type, uint32_t size) {
@@ -81,7 +70,7 @@ uint16_t send_due(const Worker& w, uint16_t port, uint64_t now, uint64_t* next,
   *next += due * w.interval_cycles;  // what a full ring refused is not made up later
   rte_mbuf* pkts[kMaxBurst];
   if (rte_pktmbuf_alloc_bulk(w.pool, pkts, n) != 0) return 0;
-  for (uint16_t i = 0; i < n; ++i) build_frame(pkts[i], dst, kSenderMac, type, size);
+  for (uint16_t i = 0; i < n; ++i) build_frame(pkts[i], size, type, dst, kSenderMac);
   const uint16_t sent = rte_eth_tx_burst(port, 0, pkts, n);
   if (sent < n) rte_pktmbuf_free_bulk(pkts + sent, n - sent);
   g_counters.refused.fetch_add(n - sent, std::memory_order_relaxed);
@@ -91,35 +80,42 @@ uint16_t send_due(const Worker& w, uint16_t port, uint64_t now, uint64_t* next,
 int worker_loop(void* arg) {
   const Worker& w = *static_cast<const Worker*>(arg);
   const uint64_t hello_interval = rte_get_tsc_hz() / 10;
-  uint32_t generation = g_generation.load(std::memory_order_acquire);
-  ActiveSet set;
+  uint32_t seen = 0;
+  PortList set;
+  uint16_t tx = RTE_MAX_ETHPORTS, rx = RTE_MAX_ETHPORTS;  // RTE_MAX_ETHPORTS: stopped
   uint64_t next_a = 0, next_b = 0, next_hello = 0;
+  bool a_first = false;
   rte_mbuf* pkts[kMaxBurst];
   while (!g_stop.load(std::memory_order_relaxed)) {
-    const uint32_t g = g_generation.load(std::memory_order_acquire);
-    if (g != generation) {
-      generation = g;
-      set = g_set_shared;
+    if (g_active.take(&seen, &set)) {
+      tx = set.size() == 2 ? set[0] : RTE_MAX_ETHPORTS;
+      rx = set.size() == 2 ? set[1] : RTE_MAX_ETHPORTS;
       next_a = next_b = next_hello = rte_rdtsc();
     }
-    if (set.tx == RTE_MAX_ETHPORTS) continue;
+    if (tx == RTE_MAX_ETHPORTS) continue;
     const uint64_t now = rte_rdtsc();
     if (now >= next_hello) {
       next_hello = now + hello_interval;
       rte_mbuf* m = rte_pktmbuf_alloc(w.pool);
       if (m != nullptr) {
-        build_frame(m, kBroadcast, kReceiverMac, kEtherTypeB, 64);
-        if (rte_eth_tx_burst(set.rx, 0, &m, 1) == 0) rte_pktmbuf_free(m);
+        build_frame(m, 64, kEtherTypeB, kBroadcast, kReceiverMac);
+        if (rte_eth_tx_burst(rx, 0, &m, 1) == 0) rte_pktmbuf_free(m);
       }
     }
-    g_counters.a_sent.fetch_add(
-        send_due(w, set.tx, now, &next_a, w.mac_a, kEtherTypeA, w.size_a),
-        std::memory_order_relaxed);
-    g_counters.b_sent.fetch_add(
-        send_due(w, set.tx, now, &next_b, kReceiverMac, kEtherTypeB, w.size_b),
-        std::memory_order_relaxed);
+    // The flows take turns going first: with the ring full, each send gets the slots freed
+    // since the one before, and a fixed order would hand nearly all of them to the first flow.
+    a_first = !a_first;
+    for (int turn = 0; turn < 2; ++turn) {
+      if ((turn == 0) == a_first)
+        g_counters.a_sent.fetch_add(send_due(w, tx, now, &next_a, w.mac_a, kEtherTypeA, w.size_a),
+                                    std::memory_order_relaxed);
+      else
+        g_counters.b_sent.fetch_add(
+            send_due(w, tx, now, &next_b, kReceiverMac, kEtherTypeB, w.size_b),
+            std::memory_order_relaxed);
+    }
     // Flow B at the receiver (flow A reaches it too while the switch floods it, not counted).
-    uint16_t n = rte_eth_rx_burst(set.rx, 0, pkts, kMaxBurst);
+    uint16_t n = rte_eth_rx_burst(rx, 0, pkts, kMaxBurst);
     uint64_t b = 0;
     for (uint16_t i = 0; i < n; ++i) {
       const auto* eth = rte_pktmbuf_mtod(pkts[i], const rte_ether_hdr*);
@@ -129,67 +125,34 @@ int worker_loop(void* arg) {
     if (n > 0) rte_pktmbuf_free_bulk(pkts, n);
     g_counters.b_received.fetch_add(b, std::memory_order_relaxed);
     // The sender's port receives the receiver's broadcasts: dropped here.
-    n = rte_eth_rx_burst(set.tx, 0, pkts, kMaxBurst);
+    n = rte_eth_rx_burst(tx, 0, pkts, kMaxBurst);
     if (n > 0) rte_pktmbuf_free_bulk(pkts, n);
   }
   return 0;
 }
 
 // "show port stats all": the rates since the previous call.
-void report(uint64_t* last_tsc, uint64_t last[4]) {
-  const uint64_t now = rte_get_tsc_cycles();
-  const uint64_t values[4] = {g_counters.a_sent.load(), g_counters.b_sent.load(),
-                              g_counters.b_received.load(), g_counters.refused.load()};
-  const double seconds =
-      *last_tsc == 0 ? 0
-                     : static_cast<double>(now - *last_tsc) / static_cast<double>(rte_get_tsc_hz());
-  unsigned long rate[4];
-  for (int k = 0; k < 4; ++k) {
-    rate[k] = seconds > 0 ? static_cast<unsigned long>((values[k] - last[k]) / seconds) : 0UL;
-    last[k] = values[k];
-  }
-  std::printf("  Flows: a-sent %lu b-sent %lu b-received %lu refused %lu\n", rate[0], rate[1],
-              rate[2], rate[3]);
-  *last_tsc = now;
-}
-
-void run_commands() {
-  ActiveSet selected;
-  uint64_t last_tsc = 0, last[4] = {};
-  char line[256];
-  std::printf("testpmd> ");
-  std::fflush(stdout);
-  while (!g_stop.load() && std::fgets(line, sizeof(line), stdin) != nullptr) {
-    unsigned a, b;
-    if (std::sscanf(line, "set portlist %u,%u", &a, &b) == 2 && rte_eth_dev_is_valid_port(a) &&
-        rte_eth_dev_is_valid_port(b)) {
-      selected = {static_cast<uint16_t>(a), static_cast<uint16_t>(b)};
-    } else if (std::strncmp(line, "start", 5) == 0) {
-      g_set_shared = selected;
-      g_generation.fetch_add(1, std::memory_order_release);
-    } else if (std::strncmp(line, "stop", 4) == 0) {
-      g_set_shared = ActiveSet{};
-      g_generation.fetch_add(1, std::memory_order_release);
-    } else if (std::strncmp(line, "show port stats all", 19) == 0) {
-      report(&last_tsc, last);
-    } else if (std::strncmp(line, "quit", 4) == 0) {
-      break;
+class Reporter {
+ public:
+  void report() {
+    const double seconds = interval_.next();
+    const uint64_t values[4] = {g_counters.a_sent.load(), g_counters.b_sent.load(),
+                                g_counters.b_received.load(), g_counters.refused.load()};
+    unsigned long rate[4];
+    for (int k = 0; k < 4; ++k) {
+      rate[k] = vqs::bench::ReportInterval::rate(values[k] - last_[k], seconds);
+      last_[k] = values[k];
     }
-    std::printf("testpmd> ");
-    std::fflush(stdout);
+    std::printf("  Flows: a-sent %lu b-sent %lu b-received %lu refused %lu\n", rate[0], rate[1],
+                rate[2], rate[3]);
   }
-  g_stop.store(true);
-}
+
+ private:
+  vqs::bench::ReportInterval interval_;
+  uint64_t last_[4] = {};
+};
 
 void on_signal(int) { g_stop.store(true); }
-
-bool parse_mac(const char* text, rte_ether_addr* mac) {
-  unsigned b[6];
-  if (std::sscanf(text, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]) != 6)
-    return false;
-  for (int i = 0; i < 6; ++i) mac->addr_bytes[i] = static_cast<uint8_t>(b[i]);
-  return true;
-}
 
 }  // namespace
 
@@ -212,7 +175,7 @@ int main(int argc, char** argv) {
     else if (std::strcmp(argv[i], "--size-b") == 0)
       w.size_b = static_cast<uint32_t>(std::atoi(argv[++i]));
     else if (std::strcmp(argv[i], "--mac-a") == 0)
-      ok &= parse_mac(argv[++i], &w.mac_a);
+      ok &= vqs::bench::parse_mac(argv[++i], &w.mac_a);
   }
   if (!ok || pps == 0 || w.size_a < 60 || w.size_a > 1518 || w.size_b < 60 || w.size_b > 1518) {
     std::fprintf(stderr,
@@ -242,7 +205,14 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   rte_eal_remote_launch(worker_loop, &w, worker);
-  run_commands();
+  Reporter reporter;
+  vqs::bench::GuestCommands commands;
+  commands.ports = 2;
+  commands.start = [](const PortList& ports) { g_active.publish(ports); };
+  commands.stop = [] { g_active.publish({}); };
+  commands.show = [&reporter] { reporter.report(); };
+  vqs::bench::run_guest_commands(commands, g_stop);
+  g_stop.store(true);
   rte_eal_wait_lcore(worker);
   RTE_ETH_FOREACH_DEV(port) {
     rte_eth_dev_stop(port);

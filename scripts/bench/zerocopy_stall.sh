@@ -219,7 +219,7 @@ set yrange [0.001:1000]
 set ylabel 'flow B delivered (kpps), median of periods'
 set grid ytics
 set key outside right
-plot '$run/plot.dat' using 2:xticlabels(1) title 'output flowing', '' using 3 title 'output stalled (1000 pps)'
+plot '$run/plot.dat' using 2:xticlabels(1) title 'output flowing', '' using 3 title 'output stalled ($stall_pps pps)'
 GP
   write_table "$table" \
     "$(date -u +%Y-%m-%d) $(nproc) CPUs, $rounds rounds x ${seconds}s per phase, $(dpdk_version), flows of $pps pps each, guest rings of $queue_size, stalled output taking $stall_pps pps, load average $(load)" \

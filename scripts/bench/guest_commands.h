@@ -8,6 +8,7 @@
 #include <rte_ethdev.h>
 #include <rte_spinlock.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -110,6 +111,25 @@ class ReportInterval {
 
  private:
   uint64_t last_ = 0;
+};
+
+// The rates of N running totals between two reports.
+template <size_t N>
+class CounterRates {
+ public:
+  std::array<unsigned long, N> next(const std::array<uint64_t, N>& totals) {
+    const double seconds = interval_.next();
+    std::array<unsigned long, N> rates;
+    for (size_t k = 0; k < N; ++k) {
+      rates[k] = ReportInterval::rate(totals[k] - last_[k], seconds);
+      last_[k] = totals[k];
+    }
+    return rates;
+  }
+
+ private:
+  ReportInterval interval_;
+  std::array<uint64_t, N> last_{};
 };
 
 }  // namespace vqs::bench

@@ -1,8 +1,11 @@
 // What the benchmark guests share: starting their ports.
 #pragma once
 
+#include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_mempool.h>
+
+#include <cstdio>
 
 namespace vqs::bench {
 
@@ -15,6 +18,29 @@ inline bool start_port(uint16_t port, rte_mempool* pool, bool rx_interrupts = fa
          rte_eth_rx_queue_setup(port, 0, 0, rte_eth_dev_socket_id(port), nullptr, pool) == 0 &&
          rte_eth_tx_queue_setup(port, 0, 0, rte_eth_dev_socket_id(port), nullptr) == 0 &&
          rte_eth_dev_start(port) == 0;
+}
+
+// Starts every port EAL created (the --vdev ones); says which one failed, prefixed `program`.
+inline bool start_all_ports(rte_mempool* pool, const char* program, bool rx_interrupts = false) {
+  uint16_t port;
+  RTE_ETH_FOREACH_DEV(port) {
+    if (!start_port(port, pool, rx_interrupts)) {
+      std::fprintf(stderr, "%s: port %u setup failed%s\n", program, port,
+                   rx_interrupts ? " (Rx interrupts?)" : "");
+      return false;
+    }
+  }
+  return true;
+}
+
+// At the end: every port stopped and closed (a vhost-user backend sees the guest go), then EAL.
+inline void close_all_ports() {
+  uint16_t port;
+  RTE_ETH_FOREACH_DEV(port) {
+    rte_eth_dev_stop(port);
+    rte_eth_dev_close(port);
+  }
+  rte_eal_cleanup();
 }
 
 }  // namespace vqs::bench

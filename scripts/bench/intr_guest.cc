@@ -180,27 +180,6 @@ void wake_worker() {
   if (write(g_control_fd, &one, sizeof(one)) != sizeof(one)) std::perror("vqs-intr-guest: wake");
 }
 
-// "show port stats all": the rates since the previous call.
-class Reporter {
- public:
-  void report() {
-    const double seconds = interval_.next();
-    const uint64_t values[4] = {g_counters.sent.load(), g_counters.received.load(),
-                                g_counters.wakeups.load(), g_counters.refused.load()};
-    unsigned long rate[4];
-    for (int k = 0; k < 4; ++k) {
-      rate[k] = vqs::bench::ReportInterval::rate(values[k] - last_[k], seconds);
-      last_[k] = values[k];
-    }
-    std::printf("  Tx-pps: %12lu\n  Rx-pps: %12lu\n  Intr: wakeups-ps %lu refused-ps %lu\n",
-                rate[0], rate[1], rate[2], rate[3]);
-  }
-
- private:
-  vqs::bench::ReportInterval interval_;
-  uint64_t last_[4] = {};
-};
-
 void on_signal(int) { g_stop.store(true); }
 
 }  // namespace
@@ -240,18 +219,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vqs-intr-guest: no mbuf pool or eventfd\n");
     return 1;
   }
-  uint16_t port;
-  RTE_ETH_FOREACH_DEV(port) {
-    if (!vqs::bench::start_port(port, pool, true)) {
-      std::fprintf(stderr, "vqs-intr-guest: port %u setup failed (Rx interrupts?)\n", port);
-      return 1;
-    }
-  }
+  if (!vqs::bench::start_all_ports(pool, "vqs-intr-guest", true)) return 1;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   Worker w{pool, size, static_cast<uint16_t>(burst), uint64_t{1000000000} * burst / pps};
   rte_eal_remote_launch(worker_loop, &w, worker);
-  Reporter reporter;
+  vqs::bench::CounterRates<4> rates;
   vqs::bench::GuestCommands commands;
   commands.ports = 2;
   commands.start = [](const PortList& ports) {
@@ -262,15 +235,16 @@ int main(int argc, char** argv) {
     g_active.publish({});
     wake_worker();
   };
-  commands.show = [&reporter] { reporter.report(); };
+  commands.show = [&rates] {  // the rates since the previous "show"
+    const auto r = rates.next({g_counters.sent.load(), g_counters.received.load(),
+                               g_counters.wakeups.load(), g_counters.refused.load()});
+    std::printf("  Tx-pps: %12lu\n  Rx-pps: %12lu\n  Intr: wakeups-ps %lu refused-ps %lu\n", r[0],
+                r[1], r[2], r[3]);
+  };
   vqs::bench::run_guest_commands(commands, g_stop);
   g_stop.store(true);
   wake_worker();
   rte_eal_wait_lcore(worker);
-  RTE_ETH_FOREACH_DEV(port) {
-    rte_eth_dev_stop(port);
-    rte_eth_dev_close(port);
-  }
-  rte_eal_cleanup();
+  vqs::bench::close_all_ports();
   return 0;
 }

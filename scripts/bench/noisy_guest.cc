@@ -227,13 +227,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vqs-noisy-guest: no mbuf pool\n");
     return 1;
   }
-  uint16_t port;
-  RTE_ETH_FOREACH_DEV(port) {
-    if (!vqs::bench::start_port(port, pool)) {
-      std::fprintf(stderr, "vqs-noisy-guest: port %u setup failed\n", port);
-      return 1;
-    }
-  }
+  if (!vqs::bench::start_all_ports(pool, "vqs-noisy-guest")) return 1;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   Worker w{pool, size, rte_get_tsc_hz() * probe_us / 1000000, flood};
@@ -247,10 +241,6 @@ int main(int argc, char** argv) {
   vqs::bench::run_guest_commands(commands, g_stop);
   g_stop.store(true);
   rte_eal_wait_lcore(worker);
-  RTE_ETH_FOREACH_DEV(port) {
-    rte_eth_dev_stop(port);
-    rte_eth_dev_close(port);
-  }
-  rte_eal_cleanup();
+  vqs::bench::close_all_ports();
   return 0;
 }

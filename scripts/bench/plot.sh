@@ -193,9 +193,9 @@ echo "plot: $latency_png"
 
 # With CPU use recorded (the probe scenario): the switch's CPU against the probe's p99, a point
 # per variant and offered load.
-awk -F'\t' 'NR > 1 && $15 != "-" && $15 != "" {found = 1} END {exit !found}' "$tsv" || exit 0
+awk -F'\t' 'NR > 1 && $1 ~ /^probe@/ && $15 != "-" && $15 != "" {found = 1} END {exit !found}' "$tsv" || exit 0
 cpu_png=${png%.png}-cpu.png
-awk -F'\t' 'NR > 1 && $15 != "-" && $15 != "" && $4 == "all" {
+awk -F'\t' 'NR > 1 && $1 ~ /^probe@/ && $15 != "-" && $15 != "" && $4 == "all" {
     print $16 "\t" $14 "\t" $12 "\t" $3 " " $1
     if (!(($1 $2) in ovs)) { ovs[$1 $2] = 1; print $15 "\t" $13 "\t" $11 "\tOVS-DPDK " $1 > "/dev/stderr" }
   }' "$tsv" >"$work/cpu" 2>"$work/cpu_ovs"

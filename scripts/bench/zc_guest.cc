@@ -131,27 +131,6 @@ int worker_loop(void* arg) {
   return 0;
 }
 
-// "show port stats all": the rates since the previous call.
-class Reporter {
- public:
-  void report() {
-    const double seconds = interval_.next();
-    const uint64_t values[4] = {g_counters.a_sent.load(), g_counters.b_sent.load(),
-                                g_counters.b_received.load(), g_counters.refused.load()};
-    unsigned long rate[4];
-    for (int k = 0; k < 4; ++k) {
-      rate[k] = vqs::bench::ReportInterval::rate(values[k] - last_[k], seconds);
-      last_[k] = values[k];
-    }
-    std::printf("  Flows: a-sent %lu b-sent %lu b-received %lu refused %lu\n", rate[0], rate[1],
-                rate[2], rate[3]);
-  }
-
- private:
-  vqs::bench::ReportInterval interval_;
-  uint64_t last_[4] = {};
-};
-
 void on_signal(int) { g_stop.store(true); }
 
 }  // namespace
@@ -195,29 +174,24 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vqs-zc-guest: no mbuf pool\n");
     return 1;
   }
-  uint16_t port;
-  RTE_ETH_FOREACH_DEV(port) {
-    if (!vqs::bench::start_port(port, w.pool)) {
-      std::fprintf(stderr, "vqs-zc-guest: port %u setup failed\n", port);
-      return 1;
-    }
-  }
+  if (!vqs::bench::start_all_ports(w.pool, "vqs-zc-guest")) return 1;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   rte_eal_remote_launch(worker_loop, &w, worker);
-  Reporter reporter;
+  vqs::bench::CounterRates<4> rates;
   vqs::bench::GuestCommands commands;
   commands.ports = 2;
   commands.start = [](const PortList& ports) { g_active.publish(ports); };
   commands.stop = [] { g_active.publish({}); };
-  commands.show = [&reporter] { reporter.report(); };
+  commands.show = [&rates] {  // the rates since the previous "show"
+    const auto r = rates.next({g_counters.a_sent.load(), g_counters.b_sent.load(),
+                               g_counters.b_received.load(), g_counters.refused.load()});
+    std::printf("  Flows: a-sent %lu b-sent %lu b-received %lu refused %lu\n", r[0], r[1], r[2],
+                r[3]);
+  };
   vqs::bench::run_guest_commands(commands, g_stop);
   g_stop.store(true);
   rte_eal_wait_lcore(worker);
-  RTE_ETH_FOREACH_DEV(port) {
-    rte_eth_dev_stop(port);
-    rte_eth_dev_close(port);
-  }
-  rte_eal_cleanup();
+  vqs::bench::close_all_ports();
   return 0;
 }

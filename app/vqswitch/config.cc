@@ -443,12 +443,27 @@ void Loader::read_eal(const Value& v) {
 
 void Loader::read_port(const Value& v) {
   expect_map(v);
-  MapView m(
-      *this, v,
-      {"name", "type", "socket", "mode", "reconnect", "queues", "tso", "weight", "notify_coalesce",
-       "refill_threshold", "zerocopy", "zerocopy_min_len", "zerocopy_fallback", "tx_retries_max",
-       "vlan", "device",
-       "rx_descriptors", "tx_descriptors", "rx_free_thresh", "mtu"});
+  MapView m(*this, v,
+            {"name",
+             "type",
+             "socket",
+             "mode",
+             "reconnect",
+             "queues",
+             "tso",
+             "weight",
+             "notify_coalesce",
+             "refill_threshold",
+             "zerocopy",
+             "zerocopy_min_len",
+             "zerocopy_fallback",
+             "tx_retries_max",
+             "vlan",
+             "device",
+             "rx_descriptors",
+             "tx_descriptors",
+             "rx_free_thresh",
+             "mtu"});
   PortConfig port;
   port.line = v.pos.line;
 
@@ -477,9 +492,9 @@ void Loader::read_port(const Value& v) {
       m.forbid(key, "only for ethdev ports");
     read_vhost(m, &port);
   } else {
-    for (const char* key : {"socket", "mode", "reconnect", "tso", "notify_coalesce",
-                            "refill_threshold", "zerocopy", "zerocopy_min_len",
-                            "zerocopy_fallback"})
+    for (const char* key :
+         {"socket", "mode", "reconnect", "tso", "notify_coalesce", "refill_threshold", "zerocopy",
+          "zerocopy_min_len", "zerocopy_fallback"})
       m.forbid(key, "only for vhost ports");
     size_t ethdevs = std::count_if(config_.ports.begin(), config_.ports.end(),
                                    [](const auto& p) { return p.type == PortType::kEthdev; });

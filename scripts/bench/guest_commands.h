@@ -52,7 +52,7 @@ class Published {
 };
 
 struct GuestCommands {
-  size_t ports = 0;                   // how many "set portlist" must name (0: 1..8)
+  size_t ports = 0;                            // how many "set portlist" must name (0: 1..8)
   std::function<void(const PortList&)> start;  // "start", with the last valid portlist
   std::function<void()> stop;                  // "stop"
   std::function<void()> show;                  // "show port stats all"

@@ -89,7 +89,8 @@ int worker_loop(void* arg) {
     if (set.flood == RTE_MAX_ETHPORTS) continue;
     // The flood: whatever its ring takes.
     if (w.flood && rte_pktmbuf_alloc_bulk(w.pool, pkts, kBurst) == 0) {
-      for (uint16_t i = 0; i < kBurst; ++i) vqs::bench::build_frame(pkts[i], w.size, RTE_ETHER_TYPE_IPV4);
+      for (uint16_t i = 0; i < kBurst; ++i)
+        vqs::bench::build_frame(pkts[i], w.size, RTE_ETHER_TYPE_IPV4);
       const uint16_t sent = rte_eth_tx_burst(set.flood, 0, pkts, kBurst);
       if (sent < kBurst) rte_pktmbuf_free_bulk(pkts + sent, kBurst - sent);
       g_flood_sent.fetch_add(sent, std::memory_order_relaxed);
@@ -165,8 +166,9 @@ class Reporter {
     for (uint64_t i = first; i < count; ++i) lat.push_back(g_latency_ns[i % kLatencyCapacity]);
     std::sort(lat.begin(), lat.end());
     auto at = [&](double q) {
-      return lat.empty() ? 0UL
-                         : static_cast<unsigned long>(lat[static_cast<size_t>(q * (lat.size() - 1))]);
+      return lat.empty()
+                 ? 0UL
+                 : static_cast<unsigned long>(lat[static_cast<size_t>(q * (lat.size() - 1))]);
     };
     std::printf("  Probe-latency-ns: p50 %lu p99 %lu p999 %lu max %lu lost %lu of %lu\n", at(0.5),
                 at(0.99), at(0.999), lat.empty() ? 0UL : static_cast<unsigned long>(lat.back()),
@@ -221,8 +223,8 @@ int main(int argc, char** argv) {
   // One mbuf per frame, jumbo frames included.
   const auto data_room = static_cast<uint16_t>(
       std::max<uint32_t>(RTE_MBUF_DEFAULT_BUF_SIZE, size + RTE_PKTMBUF_HEADROOM));
-  rte_mempool* pool = rte_pktmbuf_pool_create("noisy", 32767, 256, 0, data_room,
-                                              static_cast<int>(rte_socket_id()));
+  rte_mempool* pool =
+      rte_pktmbuf_pool_create("noisy", 32767, 256, 0, data_room, static_cast<int>(rte_socket_id()));
   if (pool == nullptr) {
     std::fprintf(stderr, "vqs-noisy-guest: no mbuf pool\n");
     return 1;

@@ -658,7 +658,8 @@ TEST_CASE("format_plan says when zero-copy has no copy fallback") {
       "version: 1\n"
       "ports:\n"
       "  - {name: vm0, type: vhost, socket: /tmp/a.sock, zerocopy: true}\n"
-      "  - {name: vm1, type: vhost, socket: /tmp/b.sock, zerocopy: true, zerocopy_fallback: false}\n"
+      "  - {name: vm1, type: vhost, socket: /tmp/b.sock, zerocopy: true, zerocopy_fallback: "
+      "false}\n"
       "forwarding: {mode: bridge}\n");
   const std::string text = format_plan(c, plan_ok(c));
   CHECK(text.find("zerocopy from 256 bytes\n") != text.npos);

@@ -53,7 +53,8 @@
 # added (flow style, e.g. 'weight: {packets: 32}'), whose lcore entry has LCORE_YAML added (e.g.
 # '|busy_poll_us: 50') and whose vhost ports alone have VHOST_YAML added ('||refill_threshold:
 # 32'); in share, YAML may be one part per guest port, 'A;B;C'; repeat for several (a sweep);
-# without any, one vqswitch with the
+# --bin PATH after a --variant runs that variant with another vqswitch binary (an A/B of two
+# builds). Without any --variant, one vqswitch with the
 # defaults, labelled "vqswitch". --probe-us "US ...": the probe's interval in noisy and probe
 # (20); several: each in turn, as sizes are. --cpu-state: each period's placement class (near, far, mixed;
 # see pvp_interleaved.sh), sampled with the guest and the switch under test frozen, and the
@@ -88,13 +89,16 @@ table=switch-vs-ovs
 cpu_state=""
 labels=()
 extras=()
+bins=()  # per variant: another vqswitch binary (--bin), or empty
 while [ $# -gt 0 ]; do
   case "$1" in
     --scenarios) scenarios=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
-    --variant) labels+=("$2"); extras+=("$3"); shift 3 ;;
+    --variant) labels+=("$2"); extras+=("$3"); bins+=(""); shift 3 ;;
+    --bin) [ ${#bins[@]} -gt 0 ] || { echo "--bin follows a --variant" >&2; exit 2; }
+      bins[$((${#bins[@]} - 1))]=$2; shift 2 ;;
     --table) table=$2; shift 2 ;;
     --queue-size) queue_size=$2; shift 2 ;;
     --probe-us) probe_list=$2; shift 2 ;;
@@ -301,9 +305,10 @@ start_vqswitch() {
       echo "forwarding: {mode: xconnect, pairs: [[vm0, nic0]]}"
     fi
   } >"$yaml"
-  "$vqswitch" --check "$yaml" >"$run/vqswitch$i.plan" ||
+  local bin=${bins[$((i - 1))]:-$vqswitch}
+  "$bin" --check "$yaml" >"$run/vqswitch$i.plan" ||
     { echo "variant ${labels[$((i - 1))]}: bad config" >&2; cat "$run/vqswitch$i.plan" >&2; exit 1; }
-  "$vqswitch" --config "$yaml" >"$run/vqswitch$i.log" 2>&1 &
+  "$bin" --config "$yaml" >"$run/vqswitch$i.log" 2>&1 &
   pids+=($!)
   sw_pids+=($!)
   for v in $(guest_ports "$scenario"); do sockets+=("$run/vqs$i-$v.sock"); done

@@ -159,7 +159,9 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
           break;  // this packet stays in the guest's ring
         }
         limit_hit = lent == LendResult::kNoSlot;
-        if (limit_hit && !vq.zero_copy_fallback()) {
+        // Waiting needs a lent chain to come back: on a ring too small to lend from (limit 0)
+        // nothing ever would, and the queue would stop for good.
+        if (limit_hit && !vq.zero_copy_fallback() && zero_copy->in_flight() > 0) {
           ++stats.zero_copy_limit_waits;
           result.lending_full = true;  // the owner asks lazy NIC tx queues for the lent chains
           break;  // this packet stays in the guest's ring until a lent chain comes back

@@ -247,6 +247,20 @@ TEST_CASE("zero-copy without the copy fallback (benchmarks): at the limit the ri
   CHECK(rte_mempool_avail_count(test_pool()) == pool_before);  // no mbuf kept by a wait
 }
 
+TEST_CASE("zero-copy without the copy fallback: a ring too small to lend from still flows") {
+  ZeroCopyDevice dev(2, kDefaultZeroCopyMinLen, false);  // limit min(128, 2 / 4) = 0
+  REQUIRE(dev.tracker.limit() == 0);
+  for (int round = 0; round < 3; ++round) {
+    dev.send(2, 600, static_cast<uint32_t>(10 * round));
+    const auto pkts = dev.dequeue(256);
+    REQUIRE(pkts.size() == 2);  // copied: no lent chain could ever end a wait
+    for (rte_mbuf* m : pkts) CHECK_FALSE(ZeroCopyDevice::lent(m));
+    dev.tx.take_used();
+  }
+  CHECK(dev.txq.stats().zero_copy_limit_waits == 0);
+  CHECK(dev.txq.stats().zero_copy_limit_copies == 6);
+}
+
 TEST_CASE("zero-copy: a copy forced by the limit is counted once, when it is made") {
   ZeroCopyDevice dev(64);  // limit 16
   dev.send(16, 600);

@@ -79,5 +79,60 @@ YAML
 stop_run 0 INT
 stop_run 0-1 TERM
 
+# A path at a server socket's place that is not a socket is never removed (issue 16, hole 4): a
+# regular file holding data, or a symlink to one, makes vqswitch fail naming the path, start
+# nothing, and leave the file as it was. A socket file left by a process that is gone is removed.
+not_a_socket() {  # KIND
+  cat >"$work/clash.yaml" <<YAML
+version: 1
+eal: {cores: "0", memory_mb: 128, huge: false, file_prefix: vqs-cli-clash-$$, args: ["--no-pci"]}
+ports:
+  - {name: vm0, type: vhost, socket: $work/vm0.sock}
+  - {name: vm1, type: vhost, socket: $work/clash.sock}
+forwarding: {mode: xconnect, pairs: [[vm0, vm1]]}
+YAML
+  rm -f "$work/clash.sock" "$work/data"
+  echo "precious data" >"$work/data"
+  case $1 in
+    file) cp "$work/data" "$work/clash.sock" ;;
+    symlink) ln -s "$work/data" "$work/clash.sock" ;;
+    dangling) ln -s "$work/nowhere" "$work/clash.sock" ;;
+  esac
+  timeout 20 "$vqswitch" --config "$work/clash.yaml" >"$work/clash.out" 2>&1
+  local rc=$?
+  [ "$rc" -eq 1 ] || fail "$1 at a socket path: exit $rc, want 1: $(tail -n 3 "$work/clash.out")"
+  grep -q "$work/clash.sock: .*not a socket" "$work/clash.out" ||
+    fail "$1 at a socket path: message does not name it: $(tail -n 3 "$work/clash.out")"
+  [ -L "$work/clash.sock" ] || [ -f "$work/clash.sock" ] || fail "$1 at a socket path was removed"
+  [ "$(cat "$work/data")" = "precious data" ] || fail "$1 at a socket path: data changed"
+  [ ! -e "$work/vm0.sock" ] || fail "$1 at a socket path: another port's socket was left"
+}
+not_a_socket file
+not_a_socket symlink
+not_a_socket dangling
+rm -f "$work/clash.sock"
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$work/clash.sock"
+[ -S "$work/clash.sock" ] || fail "could not leave a stale socket file"
+timeout --preserve-status -s INT 3 "$vqswitch" --config "$work/clash.yaml" >"$work/clash.out" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] || fail "stale socket file: exit $rc, want 0: $(tail -n 3 "$work/clash.out")"
+grep -q "removing stale socket" "$work/clash.out" || fail "stale socket file: not reported removed"
+
+# A socket another process listens on is neither taken over nor removed.
+rm -f "$work/clash.sock"
+python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); time.sleep(30)' \
+  "$work/clash.sock" &
+listener=$!
+for _ in $(seq 50); do [ -S "$work/clash.sock" ] && break; sleep 0.1; done
+timeout 20 "$vqswitch" --config "$work/clash.yaml" >"$work/clash.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || fail "live socket: exit $rc, want 1: $(tail -n 3 "$work/clash.out")"
+grep -q "$work/clash.sock: another process accepts" "$work/clash.out" ||
+  fail "live socket: message: $(tail -n 3 "$work/clash.out")"
+[ -S "$work/clash.sock" ] || fail "live socket: another process's socket was removed"
+kill "$listener"
+wait "$listener" 2>/dev/null
+
 echo "$count examples checked, $failures failures"
 [ "$failures" -eq 0 ]

@@ -108,9 +108,13 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
       std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), single + hdr_size, pkt_len);
       m->data_len = static_cast<uint16_t>(pkt_len);
       m->pkt_len = pkt_len;
-      if (hdr.flags != 0 || hdr.gso_type != kNetHdrGsoNone) apply_guest_tx_offload(hdr, m);
       ring.put_used(head, 0);
       ++consumed;
+      if ((hdr.flags != 0 || hdr.gso_type != kNetHdrGsoNone) && !apply_guest_tx_offload(hdr, m)) {
+        rte_pktmbuf_reset(m);  // reused for the next packet
+        stats.count_drop(DropReason::kBadOffloadRequest);
+        continue;
+      }
       ++out;
       result.bytes += pkt_len;
       stats.count_packet(pkt_len);
@@ -145,9 +149,17 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
             lend_packet(iov, hdr_size, pkt_len, head, m, stash, *zero_copy, dma_ready);
         if (lent == LendResult::kLent) {
           // The chain goes back to the guest when its last mbuf is freed, not now.
-          apply_guest_tx_offload(hdr, m);
-          ++out;
           ++consumed;
+          if (!apply_guest_tx_offload(hdr, m)) {
+            // Freeing it completes the lent chain (returned with the next burst); a fresh mbuf
+            // takes its place.
+            rte_pktmbuf_free(m);
+            pkts[out] = pkts[allocated - 1];
+            --allocated;
+            stats.count_drop(DropReason::kBadOffloadRequest);
+            continue;
+          }
+          ++out;
           result.bytes += pkt_len;
           stats.count_packet(pkt_len);
           ++stats.zero_copy_packets;
@@ -172,8 +184,11 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
         pool_empty = true;
         break;  // this packet stays in the guest's ring
       }
-      if (copied == CopyResult::kOk) {
-        apply_guest_tx_offload(hdr, m);
+      if (copied == CopyResult::kOk && !apply_guest_tx_offload(hdr, m)) {
+        if (m->next != nullptr) rte_pktmbuf_free(m->next);
+        rte_pktmbuf_reset(m);  // reused for the next packet
+        drop = DropReason::kBadOffloadRequest;
+      } else if (copied == CopyResult::kOk) {
         if (zero_copy != nullptr) ++stats.zero_copy_copied;
         if (limit_hit) {
           ++stats.zero_copy_limit_copies;  // counted once the copy is made

@@ -92,8 +92,8 @@ uint32_t sctp_crc(const rte_mbuf* m, uint32_t off, uint32_t end, uint32_t field)
 
 }  // namespace
 
-void apply_guest_tx_offload(const VirtioNetHdr& hdr, rte_mbuf* m) {
-  if (hdr.flags == 0 && hdr.gso_type == kNetHdrGsoNone) return;
+bool apply_guest_tx_offload(const VirtioNetHdr& hdr, rte_mbuf* m) {
+  if (hdr.flags == 0 && hdr.gso_type == kNetHdrGsoNone) return true;
 
   rte_net_hdr_lens lens{};
   const uint32_t ptype = rte_net_get_ptype(m, &lens, RTE_PTYPE_ALL_MASK);
@@ -128,14 +128,22 @@ void apply_guest_tx_offload(const VirtioNetHdr& hdr, rte_mbuf* m) {
   // Segmentation (rte_gso, a NIC's TSO) takes the headers from the first segment, at the
   // offsets parsed here: only when the guest's checksum start agrees with them and they all lie
   // in that segment (a lent packet's is its 128-byte copied head).
+  if (hdr.gso_type == kNetHdrGsoNone) return true;
   const uint8_t gso = hdr.gso_type & ~kNetHdrGsoEcn;
+  const uint32_t l3 = ptype & RTE_PTYPE_L3_MASK;
+  const bool ip_matches = (gso == kNetHdrGsoTcpv4 && RTE_ETH_IS_IPV4_HDR(l3)) ||
+                          (gso == kNetHdrGsoTcpv6 && RTE_ETH_IS_IPV6_HDR(l3));
   const uint32_t l4_off = uint32_t{lens.l2_len} + lens.l3_len;
-  if ((gso == kNetHdrGsoTcpv4 || gso == kNetHdrGsoTcpv6) && hdr.gso_size != 0 &&
-      (ptype & RTE_PTYPE_L4_MASK) == RTE_PTYPE_L4_TCP && (hdr.flags & kNetHdrFNeedsCsum) &&
-      hdr.csum_start == l4_off && l4_off + lens.l4_len <= rte_pktmbuf_data_len(m)) {
-    m->ol_flags |= RTE_MBUF_F_RX_LRO | RTE_MBUF_F_RX_L4_CKSUM_NONE;
-    m->tso_segsz = hdr.gso_size;
-  }
+  const uint32_t headers = l4_off + lens.l4_len;
+  if (!ip_matches || (ptype & RTE_PTYPE_L4_MASK) != RTE_PTYPE_L4_TCP ||
+      !(hdr.flags & kNetHdrFNeedsCsum) || hdr.csum_start != l4_off || lens.l4_len < 20 ||
+      headers > rte_pktmbuf_data_len(m) || hdr.gso_size < kMinGuestGsoSize)
+    return false;
+  const uint32_t payload = rte_pktmbuf_pkt_len(m) - headers;
+  if ((payload + hdr.gso_size - 1) / hdr.gso_size > kMaxGuestGsoSegments) return false;
+  m->ol_flags |= RTE_MBUF_F_RX_LRO | RTE_MBUF_F_RX_L4_CKSUM_NONE;
+  m->tso_segsz = hdr.gso_size;
+  return true;
 }
 
 bool complete_tx_checksum(rte_mbuf* m) {

@@ -26,8 +26,19 @@
 
 namespace vqs {
 
+// What a guest's GSO request may ask of whoever segments it (rte_gso here, a NIC's TSO): a
+// gso_size of 1 would ask for ~64k frames. No real path needs an MSS below 88 bytes (every IPv4
+// host takes 576-byte datagrams: an MSS of 536); 256 segments carry 64 KiB at any MSS from 256
+// bytes on, and are what the switch's software segmentation has room for.
+constexpr uint16_t kMinGuestGsoSize = 88;
+constexpr uint32_t kMaxGuestGsoSegments = 256;
+
 // Guest TX: maps `hdr` onto the freshly copied packet `m` (may complete a checksum in `m`).
-void apply_guest_tx_offload(const VirtioNetHdr& hdr, rte_mbuf* m);
+// False for a GSO request that is not passed on (the caller drops the packet as
+// kBadOffloadRequest): a type we did not offer or that does not match the packet's IP version
+// and TCP, no NEEDS_CSUM at the TCP header, a TCP header under 20 bytes or outside the first
+// segment, gso_size under kMinGuestGsoSize, or more than kMaxGuestGsoSegments segments.
+[[nodiscard]] bool apply_guest_tx_offload(const VirtioNetHdr& hdr, rte_mbuf* m);
 
 // A forwarder's step between the two: turns a guest TX packet's pending work (checksum not yet
 // computed, or a TCP segment train) into the tx requests an output port acts on — another

@@ -11,7 +11,8 @@ enum class DropReason : uint8_t {
   kRunt,               // guest TX packet shorter than an Ethernet header (as Linux tun drops)
   kTooLarge,           // larger than the guest's buffers, our frame limit or the mbuf pool, or
                        // needs segmentation the guest did not negotiate
-  kBadOffloadRequest,  // mbuf asks for an offload its headers do not allow (unparseable)
+  kBadOffloadRequest,  // guest RX: mbuf asks for an offload its headers do not allow;
+                       // guest TX: a GSO request not passed on (apply_guest_tx_offload)
   kNoGuestBuffer,      // guest RX ring empty (counted by the caller that gives up on the packet)
   kCount,
 };

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "net_offload.h"
 #include "port.h"
 
 namespace vqs::app {
@@ -35,8 +36,8 @@ class TxBufferSet {
   TxBufferSet(std::vector<Output> outputs, uint16_t burst, GsoPools gso = {});
 
   static constexpr uint16_t kMaxBurst = 64;
-  // Segments of one train at most (64 KiB in MSS-sized pieces, with room to spare).
-  static constexpr uint16_t kMaxSegments = 128;
+  // Segments of one train at most: as many as a guest's GSO request may ask for.
+  static constexpr uint16_t kMaxSegments = kMaxGuestGsoSegments;
 
   uint16_t port_count() const { return static_cast<uint16_t>(buffers_.size()); }
   Port* port(uint16_t index) const { return buffers_[index].out.port; }

@@ -248,16 +248,21 @@ uint16_t EthdevPort::tx_prepare(uint16_t queue, rte_mbuf** pkts, uint16_t count)
       tx_counters(queue).count_drop(SwitchDrop::kTxUnsupported);
     }
   }
-  if (requests) {
-    // Device-specific fix-ups of offload requests (pseudo-header sums and the like).
-    const uint16_t ready = rte_eth_tx_prepare(port_id_, queue, pkts, kept);
-    if (ready < kept) {
-      rte_pktmbuf_free_bulk(pkts + ready, kept - ready);
-      tx_counters(queue).count_drop(SwitchDrop::kTxUnsupported, kept - ready);
-      kept = ready;
+  if (!requests) return kept;
+  // Device-specific fix-ups of offload requests (pseudo-header sums and the like). It stops at
+  // the first packet the device refuses: that one is dropped, the rest prepared in turn.
+  uint16_t ready = 0;
+  for (uint16_t next = 0; next < kept;) {
+    const uint16_t n = rte_eth_tx_prepare(port_id_, queue, pkts + next, kept - next);
+    if (ready != next) std::memmove(pkts + ready, pkts + next, n * sizeof(*pkts));
+    ready += n;
+    next += n;
+    if (next < kept) {
+      rte_pktmbuf_free(pkts[next++]);
+      tx_counters(queue).count_drop(SwitchDrop::kTxUnsupported);
     }
   }
-  return kept;
+  return ready;
 }
 
 bool EthdevPort::watch_rx_wake(uint16_t queue, int epfd, bool add, void* data) {

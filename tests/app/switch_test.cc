@@ -20,6 +20,7 @@
 #include "ethdev_port.h"
 #include "fake_port.h"
 #include "lcore_loop.h"
+#include "ring_tx_offloads.h"
 #include "tx_buffer.h"
 #include "weighted_poller.h"
 
@@ -581,6 +582,47 @@ TEST_CASE("lent guest buffers toward a port that DMAs: copied unless they carry 
       rte_pktmbuf_free(pkts[0]);
       CHECK(freed - freed_before == 1);
     }
+  }
+  rte_ring_free(rx);
+  rte_ring_free(tx);
+  CHECK(pool.available() == full);
+}
+
+TEST_CASE("tx_prepare refusing packet i drops packet i only, counted; the rest are sent") {
+  Pool pool;
+  const unsigned full = pool.available();
+  rte_ring* rx = rte_ring_create("prep_rx", 64, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+  rte_ring* tx = rte_ring_create("prep_tx", 64, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+  REQUIRE((rx != nullptr && tx != nullptr));
+  const int port_id = rte_eth_from_rings("prep", &rx, 1, &tx, 1, SOCKET_ID_ANY);
+  REQUIRE(port_id >= 0);
+  give_tx_offloads(static_cast<uint16_t>(port_id));
+  {
+    PortConfig config;
+    config.name = "nic";
+    config.type = PortType::kEthdev;
+    config.device = "net_ring_prep";
+    config.rx_descriptors = config.tx_descriptors = 64;
+    std::string error;
+    auto port = EthdevPort::create(config, 0, 1, 32, false, pool.get(), &error);
+    INFO(error);
+    REQUIRE(port != nullptr);
+    // Checksum requests the device takes: rte_eth_tx_prepare runs on the burst.
+    const uint16_t lens[] = {100, kRefusedByTxPrepareLen, 101, 102, kRefusedByTxPrepareLen,
+                             kRefusedByTxPrepareLen, 103};
+    constexpr uint16_t kCount = sizeof(lens) / sizeof(lens[0]);
+    rte_mbuf* pkts[kCount];
+    for (uint16_t i = 0; i < kCount; ++i) {
+      pkts[i] = pool.packet(lens[i], static_cast<uint8_t>(i));
+      pkts[i]->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
+      pkts[i]->l2_len = RTE_ETHER_HDR_LEN;
+      pkts[i]->l3_len = sizeof(rte_ipv4_hdr);
+    }
+    const uint16_t kept = port->tx_prepare(0, pkts, kCount);
+    REQUIRE(kept == 4);
+    for (uint16_t i = 0; i < kept; ++i) CHECK(pkts[i]->pkt_len == 100u + i);  // in order
+    CHECK(port->tx_counters(0).drops[static_cast<int>(SwitchDrop::kTxUnsupported)] == 3);
+    rte_pktmbuf_free_bulk(pkts, kept);
   }
   rte_ring_free(rx);
   rte_ring_free(tx);

@@ -2,6 +2,7 @@
 
 #include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -17,6 +18,25 @@ uint64_t backing_page_size(int fd) {
   return static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
+bool region_fits_file(int fd, uint64_t offset, uint64_t size, std::string* why) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    *why = std::string("fstat: ") + std::strerror(errno);
+    return false;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    *why = "its fd is not a regular file";
+    return false;
+  }
+  const auto file_size = static_cast<uint64_t>(st.st_size);
+  if (offset > file_size || size > file_size - offset) {
+    *why = "it ends at byte " + std::to_string(offset + size) + " of a file of " +
+           std::to_string(file_size) + " bytes";
+    return false;
+  }
+  return true;
+}
+
 GuestMapping* GuestMapping::create(const std::vector<Region>& regions, GuestMemory* memory,
                                    DmaRegistrar* registrar, std::string* error) {
   memory->clear();
@@ -28,6 +48,11 @@ GuestMapping* GuestMapping::create(const std::vector<Region>& regions, GuestMemo
     const Region& r = regions[i];
     if (r.mmap_offset > r.mmap_size || r.size > r.mmap_size - r.mmap_offset) {
       *error = "region " + std::to_string(i) + " lies outside its file mapping";
+      ok = false;
+      break;
+    }
+    if (std::string why; !region_fits_file(r.fd, r.mmap_offset, r.size, &why)) {
+      *error = "region " + std::to_string(i) + " refused: " + why;
       ok = false;
       break;
     }

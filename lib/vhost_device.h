@@ -143,6 +143,10 @@ class VhostDevice {
   // Vrings the guest enabled beyond the queue pairs we serve (a configuration mismatch that
   // GET_QUEUE_NUM does not prevent with a frontend that does not ask it, e.g. virtio_user).
   uint64_t unserved_vring_enables() const { return unserved_vring_enables_.load(); }
+  // SET_MEM_TABLE messages refused before librte_vhost mapped them: a region past the end of its
+  // file (its first touch would raise SIGBUS), or fds that do not match the regions.
+  uint64_t refused_memory_tables() const { return refused_memory_tables_.load(); }
+  void count_refused_memory_table() { refused_memory_tables_.fetch_add(1); }
 
   // librte_vhost callbacks (static trampolines find the device by socket path).
   int on_new_connection(int vid);
@@ -196,6 +200,7 @@ class VhostDevice {
   std::atomic<uint64_t> features_{0};
   std::atomic<bool> link_up_{false};
   std::atomic<uint64_t> unserved_vring_enables_{0};
+  std::atomic<uint64_t> refused_memory_tables_{0};
 };
 
 }  // namespace vqs

@@ -84,6 +84,31 @@ TEST_CASE("guest mapping: every region registered while the mapping lives, until
   CHECK(registrar.registered.empty());
 }
 
+// A region reaching past the end of its file maps fine and raises SIGBUS when that part is
+// touched (issue 16, hole 7): refused with the table, nothing left mapped.
+TEST_CASE("guest mapping: a region whose file is shorter than it is refused") {
+  for (const uint64_t file_size : {kRegionSize - 1, kRegionSize / 2, uint64_t{0}}) {
+    INFO("file of " << file_size << " bytes");
+    MemfdRegions regions(2);
+    REQUIRE(ftruncate(regions.get()[1].fd, static_cast<off_t>(file_size)) == 0);
+    RecordingRegistrar registrar;
+    GuestMemory memory;
+    std::string error;
+    CHECK(GuestMapping::create(regions.get(), &memory, &registrar, &error) == nullptr);
+    CHECK(error.find("region 1") != std::string::npos);
+    CHECK(error.find("file") != std::string::npos);
+    CHECK(registrar.registered.empty());
+    CHECK(memory.translate(regions.get()[0].guest_phys_addr, 1) == nullptr);
+  }
+  // Exactly as long as the region's end: fine.
+  MemfdRegions regions(1);
+  GuestMemory memory;
+  std::string error;
+  GuestMapping* mapping = GuestMapping::create(regions.get(), &memory, nullptr, &error);
+  REQUIRE(mapping != nullptr);
+  mapping->release();
+}
+
 TEST_CASE("guest mapping: a region the registrar refuses leaves the memory usable, not dma_ready") {
   MemfdRegions regions(3);
   RecordingRegistrar registrar;

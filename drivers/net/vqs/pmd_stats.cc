@@ -66,6 +66,8 @@ constexpr PortCounter kPortCounters[] = {
     // A frontend that never asks GET_QUEUE_NUM (or ignores the answer) enabled more queue pairs
     // than `queues`: their traffic is never served.
     {"unserved_vring_enables", [](const VhostDevice& d) { return d.unserved_vring_enables(); }},
+    // A frontend sent a memory table whose regions reach past the end of their files.
+    {"refused_memory_tables", [](const VhostDevice& d) { return d.refused_memory_tables(); }},
 };
 
 // Calls fn(name, value) for every port-level xstat, then fn(direction, ethdev queue, counter

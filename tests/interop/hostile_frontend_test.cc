@@ -1,0 +1,98 @@
+// A frontend that sends what QEMU and virtio_user never would, through our own raw client on the
+// port's socket: the process must neither crash nor keep what it refused.
+#include <rte_cycles.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+
+#include "port_pair.h"
+#include "raw_frontend.h"
+
+using namespace vqs::test;
+using namespace vqs::test::vhost_user;
+
+namespace {
+
+constexpr uint64_t kRegionSize = 2 << 20;
+
+// A memfd of `file_size` bytes, closed when it goes.
+struct Memfd {
+  explicit Memfd(uint64_t file_size) : fd(memfd_create("guest", MFD_CLOEXEC)) {
+    REQUIRE(fd >= 0);
+    REQUIRE(ftruncate(fd, static_cast<off_t>(file_size)) == 0);
+  }
+  ~Memfd() { close(fd); }
+  int fd;
+};
+
+// Up to the memory table, as QEMU gets there; REPLY_ACK when `reply_ack`.
+void handshake(RawFrontend& frontend, bool reply_ack) {
+  frontend.send_message(kGetFeatures);
+  const uint64_t features = frontend.receive_reply().u64;
+  REQUIRE((features & kFProtocolFeatures) != 0);
+  frontend.send_message(kGetProtocolFeatures);
+  const uint64_t protocol = frontend.receive_reply().u64;
+  REQUIRE((protocol & kProtocolFReplyAck) != 0);
+  frontend.send_message(kSetProtocolFeatures, 0, true, reply_ack ? kProtocolFReplyAck : 0);
+  frontend.send_message(kSetOwner);
+  frontend.send_message(kSetFeatures, 0, true, features & ((1ull << 32) | kFProtocolFeatures));
+}
+
+// Waits up to a second for `port`'s xstat `name` to reach `want`.
+bool xstat_reaches(uint16_t port, const char* name, uint64_t want) {
+  const uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz();
+  while (xstat(port, name) < want && rte_get_timer_cycles() < end) rte_delay_ms(1);
+  return xstat(port, name) == want;
+}
+
+}  // namespace
+
+// Issue 16, hole 7: a region reaching past the end of its file maps fine, and the first touch of
+// that part raises SIGBUS in the whole process (librte_vhost's own thread translating ring
+// addresses, or an lcore). The table is refused before it is mapped and its fds are closed.
+TEST_CASE("a memory table whose region reaches past the end of its file is refused") {
+  HostPort host(1);
+  const int fds_before = open_fd_count();
+  {
+    // With REPLY_ACK: a failure reply, the connection stays.
+    RawFrontend frontend(host.socket());
+    handshake(frontend, true);
+    {
+      Memfd whole(kRegionSize);  // the control: the same table with a file long enough
+      frontend.send_mem_table({{0, kRegionSize - 4096, 0x7f0000000000, 4096, whole.fd}},
+                              kNeedReply);
+      const RawMessage ack = frontend.receive_reply();
+      CHECK(ack.request == kSetMemTable);
+      CHECK(ack.u64 == 0);
+    }
+    {
+      Memfd short_file(kRegionSize / 2);
+      frontend.send_mem_table({{0, kRegionSize - 4096, 0x7f0000000000, 4096, short_file.fd}},
+                              kNeedReply);
+      const RawMessage ack = frontend.receive_reply();
+      CHECK(ack.request == kSetMemTable);
+      CHECK(ack.u64 != 0);
+    }
+    CHECK(xstat_reaches(host.port(), "refused_memory_tables", 1));
+  }
+  {
+    // Without REPLY_ACK: the frontend is disconnected.
+    RawFrontend frontend(host.socket());
+    handshake(frontend, false);
+    Memfd short_file(4096);
+    frontend.send_mem_table({{0, kRegionSize, 0x7f0000000000, 0, short_file.fd}});
+    CHECK(frontend.closed_by_peer());
+    CHECK(xstat_reaches(host.port(), "refused_memory_tables", 2));
+  }
+  // Every fd that came with the messages is closed (librte_vhost closes the accepted table's
+  // when its connection goes).
+  const uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz();
+  while (open_fd_count() != fds_before && rte_get_timer_cycles() < end) rte_delay_ms(1);
+  CHECK(open_fd_count() == fds_before);
+
+  // The port still serves a real guest afterwards.
+  GuestPort guest(host);
+  CHECK(wait_link(host.port(), true));
+}

@@ -14,6 +14,7 @@ bool SplitRing::attach(const SplitRingAddrs& addrs, uint16_t last_avail_idx, uin
   last_avail_ = last_avail_idx;
   last_used_ = last_used_idx;
   shadow_count_ = 0;
+  shadow_limit_ = static_cast<uint16_t>(size < kShadowSize ? size : kShadowSize);
   signalled_used_ = last_used_idx;
   signalled_used_valid_ = false;
   event_idx_ = event_idx;

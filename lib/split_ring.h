@@ -71,9 +71,12 @@ class SplitRing {
 
   // Stages a used entry; the guest sees it after publish_used(). Entries collect in a local
   // shadow and are copied to the ring together: writing them one by one into cache lines the
-  // guest is polling costs the guest a line transfer per packet.
+  // guest is polling costs the guest a line transfer per packet. The shadow never holds more
+  // than the ring: a burst may stage more entries than that (lent chains coming back, plus a
+  // full ring from a guest that reuses descriptors it has not got back), and one copy of them
+  // would run past the ring's end.
   void put_used(uint16_t id, uint32_t len) {
-    if (shadow_count_ == kShadowSize) flush_shadow();
+    if (shadow_count_ == shadow_limit_) flush_shadow();
     shadow_[shadow_count_++] = VringUsedElem{id, len};
     last_used_ = static_cast<uint16_t>(last_used_ + 1);
   }
@@ -110,6 +113,7 @@ class SplitRing {
 
   SplitRingAddrs addrs_{};
   uint16_t shadow_count_ = 0;
+  uint16_t shadow_limit_ = 0;  // min(kShadowSize, ring size)
   VringUsedElem shadow_[kShadowSize];
   uint16_t mask_ = 0;
   uint16_t last_avail_ = 0;

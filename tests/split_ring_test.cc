@@ -1,7 +1,10 @@
 #include "split_ring.h"
 #include "queue_stats.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstring>
+#include <vector>
 
 #include "sim_guest.h"
 
@@ -166,5 +169,39 @@ TEST_CASE("size buckets follow RFC 2819's boundaries") {
   for (const auto& [len, bucket] : cases) {
     INFO("len " << len);
     CHECK(size_bucket(len) == bucket);
+  }
+}
+
+// Issue 16, hole 1: more used entries staged in one burst than the ring holds (lent chains coming
+// back beside a full ring) wrap within the ring; nothing is written past its end.
+TEST_CASE("used entries beyond the ring size in one burst stay inside the ring") {
+  for (uint16_t size = 2; size <= 32; size = static_cast<uint16_t>(size * 2)) {
+    for (uint16_t start = 0; start < size; ++start) {
+      INFO("ring " << size << " used index at " << start);
+      // The used ring in a buffer of its own, a canary after its avail_event.
+      constexpr size_t kCanary = 64 * sizeof(VringUsedElem);
+      const size_t used_bytes = sizeof(VringUsed) + sizeof(VringUsedElem) * size + 2;
+      std::vector<uint8_t> used_buf(used_bytes + kCanary, 0);
+      std::memset(used_buf.data() + used_bytes, 0xa5, kCanary);
+      std::vector<VringDesc> desc(size);
+      std::vector<uint16_t> avail_buf(3 + size, 0);
+      SplitRingAddrs addrs{desc.data(), reinterpret_cast<VringAvail*>(avail_buf.data()),
+                           reinterpret_cast<VringUsed*>(used_buf.data()), size};
+      SplitRing ring;
+      REQUIRE(ring.attach(addrs, start, start, false));
+      const uint16_t staged = static_cast<uint16_t>(size + size / 4 + 64);
+      for (uint16_t i = 0; i < staged; ++i) ring.put_used(i % size, i);
+      ring.publish_used();
+      CHECK(std::all_of(used_buf.begin() + static_cast<ptrdiff_t>(used_bytes), used_buf.end(),
+                        [](uint8_t b) { return b == 0xa5; }));
+      // The ring holds the last `size` entries, each in its slot.
+      const auto* used = reinterpret_cast<const VringUsed*>(used_buf.data());
+      CHECK(used->idx == static_cast<uint16_t>(start + staged));
+      for (uint16_t k = 0; k < size; ++k) {
+        const uint16_t n = static_cast<uint16_t>(staged - size + k);  // the entry's staging order
+        const VringUsedElem e = used->ring[static_cast<uint16_t>(start + n) & (size - 1)];
+        CHECK(e.len == n);
+      }
+    }
   }
 }

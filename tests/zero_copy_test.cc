@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <random>
 #include <set>
 #include <thread>
@@ -25,8 +26,8 @@ namespace {
 // A device whose TX queue lends packets of at least `min_len` bytes through `tracker`.
 struct ZeroCopyDevice : Device {
   explicit ZeroCopyDevice(uint16_t ring_size = 256, uint32_t min_len = kDefaultZeroCopyMinLen,
-                          bool fallback = true)
-      : Device(kModernFeatures, ring_size) {
+                          bool fallback = true, uint16_t start_idx = 0)
+      : Device(kModernFeatures, ring_size, start_idx) {
     txq.stop();
     VirtQueue::Setup setup = tx.setup();
     setup.zero_copy = &tracker;
@@ -188,6 +189,48 @@ TEST_CASE("zero-copy: an offload request whose headers reach past the copied hea
     const std::vector<uint8_t> after(dev.tx.memory().host(d.addr, d.len),
                                      dev.tx.memory().host(d.addr, d.len) + d.len);
     CHECK(after == before);
+  }
+}
+
+// Issue 16, hole 1: the chains lent come back with the next burst, and a guest may post a full
+// ring besides (reusing descriptors it has not got back: a hostile guest). One burst then stages
+// more used entries than the ring holds; they must wrap within the ring, never be written past
+// its end (the bytes after it are the guest's, or not guest memory at all).
+TEST_CASE("zero-copy: completions plus a full ring in one burst stay inside the used ring") {
+  for (uint16_t ring : {uint16_t{4}, uint16_t{8}, uint16_t{16}, uint16_t{32}}) {
+    for (uint16_t start : {uint16_t{0}, static_cast<uint16_t>(ring / 2),
+                           static_cast<uint16_t>(ring - 1)}) {
+      INFO("ring " << ring << " used index at " << start);
+      ZeroCopyDevice dev(ring, kDefaultZeroCopyMinLen, true, start);
+      const uint16_t limit = dev.tracker.limit();
+      REQUIRE(limit >= 1);
+      dev.send(limit, 1000);
+      std::vector<rte_mbuf*> lent = dev.dequeue();
+      REQUIRE(lent.size() == limit);
+      REQUIRE(dev.tracker.in_flight() == limit);
+      // The guest fills its avail ring with short packets: the free descriptors, then one of
+      // them again for the entries it has no descriptors for.
+      std::vector<uint16_t> heads;
+      for (int i = 0; i < ring - limit; ++i) {
+        SimPacket p;
+        p.data = make_frame(100, static_cast<uint32_t>(i));
+        heads.push_back(dev.tx.send(p, {}, false));
+        REQUIRE(heads.back() != UINT16_MAX);
+      }
+      for (int i = 0; i < limit; ++i) dev.tx.post_head(heads[0]);
+      dev.tx.publish();
+      // Canary: what follows the used ring (and its avail_event), as far as an overrun reaches.
+      auto* after = reinterpret_cast<uint8_t*>(&dev.tx.setup().addrs.used->ring[ring]) + 2;
+      const size_t canary = 8u * (limit + 1);
+      std::memset(after, 0xa5, canary);
+      const std::vector<uint8_t> before(after, after + canary);
+      for (rte_mbuf* m : lent) dev.release(m);
+      const auto pkts = dev.dequeue(ring);
+      CHECK(pkts.size() == ring);
+      CHECK(std::vector<uint8_t>(after, after + canary) == before);
+      CHECK(dev.tx.used_idx() == static_cast<uint16_t>(start + limit + ring));
+      CHECK(dev.tracker.in_flight() == 0);
+    }
   }
 }
 

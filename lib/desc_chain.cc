@@ -41,13 +41,14 @@ const char* chain_error_name(ChainError error) {
   return "unknown";
 }
 
-ChainError DescChainReader::read(uint16_t head, ChainAccess access, IoVecList& out) const {
+// Every descriptor visited counts against `budget` (read() starts it at the chain bound), empty
+// ones too: a legitimate chain never needs more than the ring size or the scatter list's
+// capacity, and the bound keeps a hostile chain cheap.
+ChainError DescChainReader::walk(uint16_t head, ChainAccess access, IoVecList& out,
+                                 uint32_t& budget) const {
   const VringDesc* table = table_;
   uint32_t table_size = ring_size_;
   uint32_t index = head;
-  // Every descriptor visited counts, empty ones too: a legitimate chain never needs more than
-  // the ring size or the scatter list's capacity, and the bound keeps a hostile chain cheap.
-  uint32_t budget = ring_size_ < IoVecList::kCapacity ? ring_size_ : IoVecList::kCapacity;
   bool in_indirect = false;
   const uint16_t want_write = access == ChainAccess::kDeviceWrites ? kVringDescFWrite : 0;
 

@@ -50,8 +50,16 @@ class DescChainReader {
         indirect_negotiated_(indirect_negotiated) {}
 
   // Appends the chain's buffers to `out`, in order. On error `out` holds a partial chain: callers
-  // truncate it back.
-  ChainError read(uint16_t head, ChainAccess access, IoVecList& out) const;
+  // truncate it back. With `visited`, adds the descriptors read (at most the chain bound), for
+  // callers that bound a burst's work.
+  ChainError read(uint16_t head, ChainAccess access, IoVecList& out,
+                  uint32_t* visited = nullptr) const {
+    const uint32_t bound = ring_size_ < IoVecList::kCapacity ? ring_size_ : IoVecList::kCapacity;
+    uint32_t left = bound;
+    const ChainError error = walk(head, access, out, left);
+    if (visited != nullptr) *visited += bound - left;
+    return error;
+  }
 
   // The common case, checked quickly: a chain of one descriptor (no NEXT, no INDIRECT) in the
   // given direction, non-empty and whole inside one guest region. Its buffer, or nullptr when the
@@ -87,6 +95,8 @@ class DescChainReader {
   }
 
  private:
+  ChainError walk(uint16_t head, ChainAccess access, IoVecList& out, uint32_t& budget) const;
+
   // The first and last cache lines of the first `bytes` of the chain's first buffer, clipped to
   // the descriptor and translated within guest memory; false when there is nothing to fetch.
   bool first_buffer_lines(uint16_t head, uint32_t bytes, uintptr_t* first, uintptr_t* last) const {

@@ -55,10 +55,19 @@ void write_plain_header(uint8_t* buf, uint32_t hdr_size) {
   }
 }
 
+// Descriptor reads a burst may spend gathering, per packet, on top of one longest chain: a
+// 64 KiB packet in 1.5 KiB mergeable buffers takes 44 one-descriptor chains, and Linux's
+// non-mergeable big-packet chains have 19 descriptors. Chains of empty or tiny buffers could
+// otherwise cost 10^5-10^6 reads a packet.
+constexpr uint32_t kRxDescriptorsPerPacket = 64;
+
 // Gathers posted receive chains for one packet, from ring position `pos` on.
 class RxBufferGatherer {
  public:
-  RxBufferGatherer(VirtQueue& vq, uint16_t posted) : vq_(vq), posted_(posted) {}
+  RxBufferGatherer(VirtQueue& vq, uint16_t posted, uint16_t packets)
+      : vq_(vq),
+        posted_(posted),
+        descriptors_left_(kRxDescriptorsPerPacket * packets + IoVecList::kCapacity) {}
 
   enum class Outcome { kFits, kTooSmall, kRingEmpty };
 
@@ -70,7 +79,12 @@ class RxBufferGatherer {
       if (pos == posted_) return Outcome::kRingEmpty;
       const uint16_t id = vq_.ring().avail_head(pos);
       iov.clear();
-      if (vq_.chain_reader().read(id, ChainAccess::kDeviceWrites, iov) != ChainError::kNone) {
+      const ChainError error = read(id, iov);
+      if (budget_spent()) {
+        posted_ = pos;  // this chain and the rest stay posted for the next burst
+        return Outcome::kRingEmpty;
+      }
+      if (error != ChainError::kNone) {
         ++pos;
         if (!consume_invalid(id)) posted_ = pos;  // enough for this burst: as if the ring ended
         continue;
@@ -101,7 +115,13 @@ class RxBufferGatherer {
       const uint16_t id = vq_.ring().avail_head(walk);
       const uint32_t before = iov.count();
       const uint64_t before_len = iov.total_len();
-      const ChainError error = vq_.chain_reader().read(id, ChainAccess::kDeviceWrites, iov);
+      const ChainError error = read(id, iov);
+      if (budget_spent()) {
+        iov.truncate(before);
+        posted_ = walk;  // this chain and the rest stay posted for the next burst
+        pos = leave_posted(walk, first_valid, invalid_after_valid);
+        return Outcome::kRingEmpty;
+      }
       if (error == ChainError::kTooManySegments && head_count_ > 0) {
         // The guest's buffers are too small for this packet within our segment limit.
         pos = leave_posted(walk, first_valid, invalid_after_valid);
@@ -137,6 +157,18 @@ class RxBufferGatherer {
   const RxHead& head(uint32_t i) const { return heads_[i]; }
 
  private:
+  ChainError read(uint16_t id, IoVecList& iov) {
+    uint32_t visited = 0;
+    const ChainError error = vq_.chain_reader().read(id, ChainAccess::kDeviceWrites, iov, &visited);
+    if (visited > descriptors_left_ && !budget_spent_) {
+      budget_spent_ = true;
+      ++vq_.stats().rx_descriptor_budget_bursts;
+    }
+    descriptors_left_ -= visited < descriptors_left_ ? visited : descriptors_left_;
+    return error;
+  }
+  bool budget_spent() const { return budget_spent_; }
+
   // The packet will not be written: the ring position to go on from. Gathered chains stay posted
   // unless an invalid chain after them was consumed; then they go back to the guest empty.
   uint16_t leave_posted(uint16_t walk, uint16_t first_valid, bool invalid_after_valid) {
@@ -165,6 +197,8 @@ class RxBufferGatherer {
 
   VirtQueue& vq_;
   uint16_t posted_;
+  uint32_t descriptors_left_;
+  bool budget_spent_ = false;
   uint32_t invalid_chains_ = 0;
   uint32_t head_count_ = 0;
   // Each gathered chain has at least one buffer, so the segment limit bounds the chain count.
@@ -183,7 +217,7 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
   QueueStats& stats = vq.stats();
   const uint16_t used_before = ring.last_used_idx();
   const uint64_t packets_before = stats.packets;
-  RxBufferGatherer gatherer(vq, posted);
+  RxBufferGatherer gatherer(vq, posted, count);
   uint16_t pos = 0;
   uint16_t consumed = 0;
 

@@ -60,6 +60,10 @@ struct alignas(64) QueueStats {
   // Guest RX chains that failed validation, consumed with used.len = 0: not packet drops (the
   // packet went on to the next chain), but the guest lost a buffer.
   uint64_t invalid_rx_chains = 0;
+  // Guest RX bursts cut short by their descriptor budget: the posted chains asked for far more
+  // descriptor reads than the packets could need (empty descriptors, tiny buffers); the rest of
+  // the burst waits, as if the ring had run dry.
+  uint64_t rx_descriptor_budget_bursts = 0;
   // Guest TX with zero-copy on: packets lent (attached, not copied), packets copied (shorter than
   // the minimum, not attachable, or no slot free), and of those copies, the ones forced by the
   // in-flight limit.

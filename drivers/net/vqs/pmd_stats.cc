@@ -17,6 +17,8 @@ constexpr Counter kCounters[] = {
     {"good_packets", [](const QueueStats& s) { return s.packets; }},
     {"good_bytes", [](const QueueStats& s) { return s.bytes; }},
     {"invalid_rx_chains", [](const QueueStats& s) { return s.invalid_rx_chains; }},
+    {"rx_descriptor_budget_bursts",
+     [](const QueueStats& s) { return s.rx_descriptor_budget_bursts; }},
     {"mbuf_alloc_failures", [](const QueueStats& s) { return s.mbuf_alloc_failures; }},
     {"guest_notifications", [](const QueueStats& s) { return s.guest_notifications; }},
     {"guest_notifications_coalesced",

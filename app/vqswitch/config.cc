@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <limits>
@@ -77,7 +78,7 @@ SourcePos pos_of(const YAML::Mark& mark) {
   return {std::max(mark.line, 0) + 1, std::max(mark.column, 0) + 1};
 }
 
-std::string quoted(const std::string& text) {
+std::string in_quotes(const std::string& text) {
   constexpr size_t kMax = 48;
   if (text.size() <= kMax) return "\"" + text + "\"";
   return "\"" + text.substr(0, kMax) + "...\"";
@@ -97,8 +98,8 @@ std::string describe(const YAML::Node& node) {
       return "a mapping";
     case YAML::NodeType::Scalar:
       // Tag "!": written in quotes, so a string even if it looks like a number or a boolean.
-      return node.Tag() == "!" ? "the quoted string " + quoted(node.Scalar())
-                               : quoted(node.Scalar());
+      return node.Tag() == "!" ? "the quoted string " + in_quotes(node.Scalar())
+                               : in_quotes(node.Scalar());
   }
   return "?";
 }
@@ -300,12 +301,12 @@ size_t Loader::read_choice(const Value& v, std::initializer_list<const char*> ch
     list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(c);
     ++i;
   }
-  fail(v, "must be " + list + ", got " + quoted(s));
+  fail(v, "must be " + list + ", got " + in_quotes(s));
 }
 
 const PortConfig& Loader::port_named(const Value& v, const std::string& name) const {
   const PortConfig* port = config_.find_port(name);
-  if (!port) fail(v, "unknown port " + quoted(name));
+  if (!port) fail(v, "unknown port " + in_quotes(name));
   return *port;
 }
 
@@ -416,26 +417,26 @@ void Loader::read_eal(const Value& v) {
     cores = parse_core_list(eal.cores);
     if (!cores)
       fail(*c, "must be lcore ids below " + std::to_string(kMaxLcores) +
-                   " and ascending ranges like \"0-3,6\", each once, got " + quoted(eal.cores));
+                   " and ascending ranges like \"0-3,6\", each once, got " + in_quotes(eal.cores));
   }
   if (const Value* c = m.find("main_lcore")) {
     eal.main_lcore = static_cast<unsigned>(read_int(*c, 0, kMaxLcores - 1));
     if (std::find(cores->begin(), cores->end(), *eal.main_lcore) == cores->end())
       fail(*c, "lcore " + std::to_string(*eal.main_lcore) + " is not in eal.cores " +
-                   quoted(eal.cores));
+                   in_quotes(eal.cores));
   }
   if (const Value* c = m.find("memory_mb")) eal.memory_mb = read_int(*c, 64, 1048576);
   if (const Value* c = m.find("file_prefix")) {
     eal.file_prefix = read_string(*c);
     if (!valid_name(eal.file_prefix, 64))
-      fail(*c, "must be 1..64 characters of A-Z a-z 0-9 _ . -, got " + quoted(eal.file_prefix));
+      fail(*c, "must be 1..64 characters of A-Z a-z 0-9 _ . -, got " + in_quotes(eal.file_prefix));
   }
   if (const Value* c = m.find("huge")) eal.huge = read_bool(*c);
   if (const Value* c = m.find("args")) {
     for (const Value& arg : elements(*c)) {
       std::string s = read_string(arg);
       if (const char* owner = eal_option_owner(s))
-        fail(arg, quoted(s) + " is set from " + owner + ", not through eal.args");
+        fail(arg, in_quotes(s) + " is set from " + owner + ", not through eal.args");
       eal.args.push_back(std::move(s));
     }
   }
@@ -470,10 +471,10 @@ void Loader::read_port(const Value& v) {
   const Value& name = m.require("name");
   port.name = read_string(name);
   if (!valid_name(port.name, 32))
-    fail(name, "must be 1..32 characters of A-Z a-z 0-9 _ . -, got " + quoted(port.name));
+    fail(name, "must be 1..32 characters of A-Z a-z 0-9 _ . -, got " + in_quotes(port.name));
   int other = config_.port_index(port.name);
   if (other >= 0)
-    fail(name, "duplicate port name " + quoted(port.name) + " (also ports[" +
+    fail(name, "duplicate port name " + in_quotes(port.name) + " (also ports[" +
                    std::to_string(other) + "])");
 
   port.type = read_choice(m.require("type"), {"vhost", "ethdev"}) == 0 ? PortType::kVhost
@@ -510,13 +511,17 @@ void Loader::read_vhost(const MapView& m, PortConfig* port) {
   const Value& socket = m.require("socket");
   port->socket = read_string(socket);
   if (port->socket.empty() || port->socket[0] != '/')
-    fail(socket, "must be an absolute path, got " + quoted(port->socket));
+    fail(socket, "must be an absolute path, got " + in_quotes(port->socket));
+  if (port->socket.back() == '/') fail(socket, "must name a file, got " + in_quotes(port->socket));
+  // One spelling per file ("/tmp//a", "/tmp/./a" and "/tmp/x/../a" are "/tmp/a"), so that the
+  // duplicate check below sees the same file however it is written.
+  port->socket = std::filesystem::path(port->socket).lexically_normal().string();
   if (port->socket.size() > 107)  // sun_path holds 108 bytes with the terminating NUL
     fail(socket, "must be at most 107 characters (a unix socket path), got " +
                      std::to_string(port->socket.size()));
   for (size_t i = 0; i < config_.ports.size(); ++i)
     if (config_.ports[i].type == PortType::kVhost && config_.ports[i].socket == port->socket)
-      fail(socket, "duplicate socket " + quoted(port->socket) + " (also ports[" +
+      fail(socket, "duplicate socket " + in_quotes(port->socket) + " (also ports[" +
                        std::to_string(i) + "].socket)");
 
   if (const Value* v = m.find("mode")) port->client = read_choice(*v, {"server", "client"}) == 1;
@@ -549,12 +554,12 @@ void Loader::read_ethdev(const MapView& m, PortConfig* port) {
   if (!valid_device(port->device))
     fail(device,
          "must be a PCI address (\"0000:01:00.0\") or a vdev (\"net_tap0,iface=t0\"), got " +
-             quoted(port->device));
+             in_quotes(port->device));
   std::string name = port->device.substr(0, port->device.find(','));
   for (size_t i = 0; i < config_.ports.size(); ++i) {
     const PortConfig& other = config_.ports[i];
     if (other.type == PortType::kEthdev && other.device.substr(0, other.device.find(',')) == name)
-      fail(device, "device " + quoted(name) + " is already ports[" + std::to_string(i) + "]");
+      fail(device, "device " + in_quotes(name) + " is already ports[" + std::to_string(i) + "]");
   }
 
   auto descriptors = [&](const char* key, uint16_t* out) {
@@ -648,7 +653,7 @@ RxQueueRef Loader::read_rx_queue(const Value& v) {
                 return std::isdigit(static_cast<unsigned char>(c));
               });
     if (!ok)
-      fail(v, "expected \"port:queue\" like \"vm0:0\" or {port: vm0, queue: 0}, got " + quoted(s));
+      fail(v, "expected \"port:queue\" like \"vm0:0\" or {port: vm0, queue: 0}, got " + in_quotes(s));
     ref.port = s.substr(0, colon);
     const PortConfig& port = port_named(v, ref.port);
     int64_t queue = std::stol(s.substr(colon + 1));
@@ -686,7 +691,7 @@ void Loader::read_pairs(const Value& v) {
     for (int e = 0; e < 2; ++e) {
       names[e] = read_string(ends[e]);
       int port = config_.port_index(names[e]);
-      if (port < 0) fail(ends[e], "unknown port " + quoted(names[e]));
+      if (port < 0) fail(ends[e], "unknown port " + in_quotes(names[e]));
       if (e == 1 && names[1] == names[0]) fail(ends[e], "port " + names[e] + " paired with itself");
       if (pair_of[port] >= 0)
         fail(ends[e], "port " + names[e] + " is already in forwarding.pairs[" +
@@ -762,13 +767,20 @@ std::optional<Config> load_config(const std::string& path, std::string* error) {
     *error = path + ": cannot read: " + std::strerror(errno);
     return std::nullopt;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
+  // Read to one byte past the limit, whatever the file claims to be (a FIFO, /dev/zero).
+  std::string text(kMaxConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) {
     *error = path + ": cannot read: " + std::strerror(errno);
     return std::nullopt;
   }
-  return parse_config(text.str(), path, error);
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxConfigBytes) {
+    *error = path + ": larger than " + std::to_string(kMaxConfigBytes) +
+             " bytes; a configuration is far smaller";
+    return std::nullopt;
+  }
+  return parse_config(text, path, error);
 }
 
 }  // namespace vqs::app

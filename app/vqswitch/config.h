@@ -19,6 +19,8 @@ constexpr unsigned kMaxLcores = 128;
 constexpr unsigned kMaxEthdevPorts = 32;
 constexpr unsigned kMaxPorts = 1024;
 constexpr unsigned kMaxQueues = 128;
+// A configuration file is read to at most this size: a thousand ports take a few hundred KiB.
+constexpr size_t kMaxConfigBytes = 1 << 20;
 
 // Where a value starts in the YAML file, 1-based; 0: unknown (a Config built in code).
 struct SourcePos {

@@ -1,8 +1,12 @@
 // The configuration loader and the planner: example configs, exact error messages, defaults,
 // placement, core lists, xconnect peers, tx queue sharing.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -74,6 +78,22 @@ TEST_CASE("missing files are reported with their name") {
   std::string error;
   CHECK_FALSE(load_config("/nonexistent/x.yaml", &error));
   CHECK(error == "/nonexistent/x.yaml: cannot read: No such file or directory");
+}
+
+// Issue 16, hole 10: the file is read to at most 1 MiB; something larger (or endless, such as
+// /dev/zero) is refused by its size, not read into memory.
+TEST_CASE("a config file larger than 1 MiB is refused, an endless one too") {
+  const std::string path = "/tmp/vqs-config-test-" + std::to_string(getpid()) + ".yaml";
+  {
+    std::ofstream out(path);
+    out << "version: 1\n# " << std::string(1 << 20, 'x') << "\n";
+  }
+  std::string error;
+  CHECK_FALSE(load_config(path, &error));
+  CHECK(error == path + ": larger than 1048576 bytes; a configuration is far smaller");
+  std::remove(path.c_str());
+  CHECK_FALSE(load_config("/dev/zero", &error));
+  CHECK(error == "/dev/zero: larger than 1048576 bytes; a configuration is far smaller");
 }
 
 struct BrokenCase {
@@ -167,6 +187,16 @@ const BrokenCase kBroken[] = {
     {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
      "  - {name: vm1, type: vhost, socket: /tmp/a.sock}\nforwarding: {mode: bridge}\n",
      "t.yaml:4:38: ports[1].socket: duplicate socket \"/tmp/a.sock\" (also ports[0].socket)"},
+    // The same file however it is spelled (issue 16, hole 10).
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+     "  - {name: vm1, type: vhost, socket: /tmp//a.sock}\nforwarding: {mode: bridge}\n",
+     "t.yaml:4:38: ports[1].socket: duplicate socket \"/tmp/a.sock\" (also ports[0].socket)"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/./x/../a.sock}\n"
+     "  - {name: vm1, type: vhost, socket: /tmp/a.sock}\nforwarding: {mode: bridge}\n",
+     "t.yaml:4:38: ports[1].socket: duplicate socket \"/tmp/a.sock\" (also ports[0].socket)"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock/}\n"
+     "forwarding: {mode: bridge}\n",
+     "t.yaml:3:38: ports[0].socket: must name a file, got \"/tmp/a.sock/\""},
     {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock, reconnect: false}\n"
      "forwarding: {mode: bridge}\n",
      "t.yaml:3:51: ports[0].reconnect: only with mode: client"},

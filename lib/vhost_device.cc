@@ -111,6 +111,21 @@ struct [[gnu::packed]] MemTableRegion {
   uint64_t mmap_offset;
 };
 
+// Closes the fds a message came with: librte_vhost leaves them to a pre-hook that fails it.
+void close_message_fds(void* msg) {
+  auto* bytes = static_cast<uint8_t*>(msg);
+  int fd_num = 0;
+  int fds[kMaxMemRegions];
+  std::memcpy(&fd_num, bytes + kMsgFdNumOffset, sizeof(fd_num));
+  std::memcpy(fds, bytes + kMsgFdsOffset, sizeof(fds));
+  fd_num = std::clamp(fd_num, 0, static_cast<int>(kMaxMemRegions));
+  for (int i = 0; i < fd_num; ++i) {
+    if (fds[i] >= 0) close(fds[i]);
+    fds[i] = -1;
+  }
+  std::memcpy(bytes + kMsgFdsOffset, fds, sizeof(fds));
+}
+
 // A SET_MEM_TABLE whose regions reach past the end of their files would map, and the first
 // touch of those pages (librte_vhost's own, translating ring addresses, or an lcore's) raises
 // SIGBUS in the whole process. Such a table is refused before librte_vhost maps it; so is one
@@ -129,7 +144,6 @@ bool mem_table_fits_files(const std::string& path, void* msg) {
       static_cast<uint32_t>(fd_num) != nregions ||
       size < sizeof(uint64_t) + nregions * sizeof(MemTableRegion)) {
     why = std::to_string(nregions) + " regions with " + std::to_string(fd_num) + " fds";
-    fd_num = std::clamp(fd_num, 0, static_cast<int>(kMaxMemRegions));
   }
   std::memcpy(fds, bytes + kMsgFdsOffset, sizeof(fds));
   for (uint32_t i = 0; why.empty() && i < nregions; ++i) {
@@ -140,11 +154,7 @@ bool mem_table_fits_files(const std::string& path, void* msg) {
   }
   if (why.empty()) return true;
   VQS_LOG(ERR, "%s: memory table refused: %s", path.c_str(), why.c_str());
-  for (int i = 0; i < fd_num; ++i) {
-    if (fds[i] >= 0) close(fds[i]);
-    fds[i] = -1;
-  }
-  std::memcpy(bytes + kMsgFdsOffset, fds, sizeof(fds));
+  close_message_fds(msg);
   return false;
 }
 
@@ -160,6 +170,10 @@ enum rte_vhost_msg_result message_hook(int vid, void* msg) {
     uint64_t reply = 0;
     // Refused before the device suspends for it: the table in use stays (librte_vhost keeps
     // it), and without REPLY_ACK librte_vhost closes the connection.
+    if (!kAfter && d != nullptr && !d->admit(vid)) {
+      close_message_fds(msg);
+      return RTE_VHOST_MSG_RESULT_ERR;  // without NEED_REPLY librte_vhost closes the connection
+    }
     if (!kAfter && head.request == kSetMemTable && d != nullptr &&
         !mem_table_fits_files(d->path(), msg)) {
       d->count_refused_memory_table();
@@ -343,6 +357,11 @@ std::unique_ptr<VhostDevice> VhostDevice::create(const VhostDeviceOptions& optio
       rte_vhost_driver_set_protocol_features(path, protocol & handled_protocol_features()) != 0)
     return fail("protocol feature set-up failed", true);
   if (rte_vhost_driver_start(path) != 0) return fail("could not start the socket", true);
+  // Right after bind(): until then the socket has the umask's mode, so a mode wider than that
+  // opens no window (a narrower one does: keep sockets in a directory only the intended users
+  // can reach).
+  if (std::string why; !options.client && !apply_socket_access(options.path, options.access, &why))
+    return fail(why, true);
   return device;
 }
 
@@ -391,9 +410,8 @@ int VhostDevice::on_new_connection(int vid) {
   {
     std::lock_guard lock(mutex_);
     // Every connection keeps its own vring-enabled flags; which one is served is decided by
-    // new_device (the newest device wins: a frontend that reconnects at once may arrive before
-    // librte_vhost has processed the old connection's close). A stray connection (a probe, a
-    // second frontend by mistake) changes nothing for the device being served.
+    // new_device (the newest device wins). A second frontend while one is connected is refused
+    // at its first message (admit()); until then it changes nothing for the device served.
     if (!enabled_by_vid_.empty())
       VQS_LOG(WARNING, "%s: frontend %d connects while another is connected", path().c_str(), vid);
     enabled_by_vid_[vid].assign(vring_count(), false);
@@ -405,6 +423,21 @@ int VhostDevice::on_new_connection(int vid) {
 void VhostDevice::on_destroy_connection(int vid) {
   std::lock_guard lock(mutex_);
   enabled_by_vid_.erase(vid);
+  admitted_.erase(vid);
+}
+
+bool VhostDevice::admit(int vid) {
+  std::lock_guard lock(mutex_);
+  if (admitted_.count(vid) != 0) return true;
+  for (int other : admitted_) {
+    if (enabled_by_vid_.count(other) == 0) continue;
+    refused_frontends_.fetch_add(1);
+    VQS_LOG(WARNING, "%s: frontend %d refused: frontend %d is connected", path().c_str(), vid,
+            other);
+    return false;
+  }
+  admitted_.insert(vid);
+  return true;
 }
 
 int VhostDevice::on_new_device(int vid) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "guest_memory.h"
 #include "notify_policy.h"
 #include "queue_gate.h"
+#include "socket_access.h"
 #include "virtqueue.h"
 #include "zero_copy_tracker.h"
 
@@ -32,6 +34,7 @@ struct VhostDeviceOptions {
   uint16_t queue_pairs = 1;  // served; vrings beyond them are never polled
   bool client = false;       // connect to the socket instead of listening on it
   bool reconnect = true;     // client mode: reconnect when the peer goes away
+  SocketAccess access;       // server mode: the socket's mode and group, set when it is created
   bool tso = false;          // offer HOST/GUEST_TSO4/6
   NotifyPolicy notify;       // for each guest RX vring (2q), applied when it starts
   // Guest TX: lend packets of at least zero_copy_min_len bytes instead of copying them, at most
@@ -147,6 +150,14 @@ class VhostDevice {
   // file (its first touch would raise SIGBUS), or fds that do not match the regions.
   uint64_t refused_memory_tables() const { return refused_memory_tables_.load(); }
   void count_refused_memory_table() { refused_memory_tables_.fetch_add(1); }
+  // Frontends refused because another one was connected (see admit()).
+  uint64_t refused_frontends() const { return refused_frontends_.load(); }
+  // At each message: whether connection `vid` may speak. The first connection to send a message
+  // is admitted; a later one is refused while an admitted one is still connected (one frontend
+  // per port: a second one would take the port over). librte_vhost processes a closed
+  // connection's end before the next one's first message, so a frontend that reconnects at once
+  // is admitted.
+  bool admit(int vid);
 
   // librte_vhost callbacks (static trampolines find the device by socket path).
   int on_new_connection(int vid);
@@ -191,6 +202,7 @@ class VhostDevice {
 
   std::mutex mutex_;  // control plane only: librte_vhost's thread vs the owner's thread
   std::map<int, std::vector<bool>> enabled_by_vid_;  // per connection: vrings the guest enabled
+  std::set<int> admitted_;                           // connections that passed admit()
   int vid_ = -1;                                     // the device being served
   bool running_ = false;                             // between new_device and destroy_device
   bool suspended_ = false;         // inside a message that changes what the rings point to
@@ -201,6 +213,7 @@ class VhostDevice {
   std::atomic<bool> link_up_{false};
   std::atomic<uint64_t> unserved_vring_enables_{0};
   std::atomic<uint64_t> refused_memory_tables_{0};
+  std::atomic<uint64_t> refused_frontends_{0};
 };
 
 }  // namespace vqs

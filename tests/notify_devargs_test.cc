@@ -73,3 +73,41 @@ TEST_CASE("devargs: notify policy errors name the key") {
   CHECK(error.find("notify_coalesce_packets, notify_coalesce_usecs, refill_threshold") !=
         std::string::npos);
 }
+
+// Issue 16, hole 5: who may connect to a server socket.
+TEST_CASE("devargs: socket_mode and socket_group") {
+  std::string error;
+  auto options = parse("iface=/tmp/x.sock,socket_mode=0660,socket_group=root", &error);
+  INFO(error);
+  REQUIRE(options);
+  CHECK(options->access.mode == mode_t{0660});
+  CHECK(options->access.group == gid_t{0});
+  options = parse("iface=/tmp/x.sock,socket_mode=600,socket_group=0", &error);
+  REQUIRE(options);
+  CHECK(options->access.mode == mode_t{0600});
+  CHECK(options->access.group == gid_t{0});
+  options = parse("iface=/tmp/x.sock", &error);
+  REQUIRE(options);
+  CHECK_FALSE(options->access.mode);
+  CHECK_FALSE(options->access.group);
+
+  struct Case {
+    const char* args;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"socket_mode=0888", "devarg 'socket_mode': must be octal permission bits"},
+      {"socket_mode=4755", "devarg 'socket_mode': must be octal permission bits"},
+      {"socket_mode=", "devarg 'socket_mode': must be octal permission bits"},
+      {"socket_mode=rw", "devarg 'socket_mode': must be octal permission bits"},
+      {"socket_group=no-such-group-here", "devarg 'socket_group': no group \"no-such-group-here\""},
+      {"socket_group=", "devarg 'socket_group': must be a group name or id"},
+      {"client=1,socket_mode=0660", "devarg 'socket_mode' applies to server mode only"},
+      {"client=1,socket_group=root", "devarg 'socket_group' applies to server mode only"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.args);
+    CHECK_FALSE(parse(std::string("iface=/tmp/x.sock,") + c.args, &error));
+    CHECK(error.rfind(c.message, 0) == 0);
+  }
+}

@@ -450,6 +450,8 @@ void Loader::read_port(const Value& v) {
              "socket",
              "mode",
              "reconnect",
+             "socket_mode",
+             "socket_group",
              "queues",
              "tso",
              "weight",
@@ -494,8 +496,8 @@ void Loader::read_port(const Value& v) {
     read_vhost(m, &port);
   } else {
     for (const char* key :
-         {"socket", "mode", "reconnect", "tso", "notify_coalesce", "refill_threshold", "zerocopy",
-          "zerocopy_min_len", "zerocopy_fallback"})
+         {"socket", "mode", "reconnect", "socket_mode", "socket_group", "tso", "notify_coalesce",
+          "refill_threshold", "zerocopy", "zerocopy_min_len", "zerocopy_fallback"})
       m.forbid(key, "only for vhost ports");
     size_t ethdevs = std::count_if(config_.ports.begin(), config_.ports.end(),
                                    [](const auto& p) { return p.type == PortType::kEthdev; });
@@ -528,6 +530,18 @@ void Loader::read_vhost(const MapView& m, PortConfig* port) {
   if (const Value* v = m.find("reconnect")) {
     if (!port->client) m.forbid("reconnect", "only with mode: client");
     port->reconnect = read_bool(*v);
+  }
+  if (const Value* v = m.find("socket_mode")) {
+    if (port->client) m.forbid("socket_mode", "only with mode: server (QEMU owns a client's socket)");
+    std::string why;
+    port->socket_access.mode = parse_socket_mode(read_string(*v), &why);
+    if (!port->socket_access.mode) fail(*v, why + ", got " + in_quotes(read_string(*v)));
+  }
+  if (const Value* v = m.find("socket_group")) {
+    if (port->client) m.forbid("socket_group", "only with mode: server (QEMU owns a client's socket)");
+    std::string why;
+    port->socket_access.group = parse_socket_group(read_string(*v), &why);
+    if (!port->socket_access.group) fail(*v, why);
   }
   if (const Value* v = m.find("tso")) port->tso = read_bool(*v);
   if (const Value* v = m.find("notify_coalesce")) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "socket_access.h"
+
 namespace vqs::app {
 
 constexpr int kConfigVersion = 1;
@@ -77,6 +79,7 @@ struct PortConfig {
   std::string socket;
   bool client = false;    // mode: client (connect) | server (listen, default)
   bool reconnect = true;  // client mode
+  SocketAccess socket_access;  // server mode: socket_mode, socket_group
   bool tso = false;
   NotifyCoalesce notify_coalesce;
   uint32_t refill_threshold = 0;    // 0: ring size / 2

@@ -34,6 +34,7 @@ std::unique_ptr<GuestPort> GuestPort::create(const PortConfig& config, uint16_t 
   options.queue_pairs = config.queues;
   options.client = config.client;
   options.reconnect = config.reconnect;
+  options.access = config.socket_access;
   options.tso = config.tso;
   options.notify.coalesce_packets = config.notify_coalesce.packets;
   options.notify.coalesce_usecs = config.notify_coalesce.usecs;

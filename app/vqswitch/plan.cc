@@ -2,6 +2,7 @@
 #include "plan.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cctype>
 #include <sstream>
 
@@ -259,6 +260,12 @@ std::string format_plan(const Config& config, const Plan& plan) {
     if (port.type == PortType::kVhost) {
       out << port.socket << " (" << (port.client ? "client" : "server");
       if (port.client) out << (port.reconnect ? ", reconnect" : ", no reconnect");
+      if (port.socket_access.mode) {
+        char mode[8];
+        std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(*port.socket_access.mode));
+        out << ", mode " << mode;
+      }
+      if (port.socket_access.group) out << ", group " << *port.socket_access.group;
       out << ")\n";
       out << "    queue pairs " << port.queues << ", tx queues " << plan.tx_queues[p]
           << (plan.tx_shared[p] ? " locked" : "") << ", tso " << (port.tso ? "on" : "off")

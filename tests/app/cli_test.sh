@@ -134,5 +134,22 @@ grep -q "$work/clash.sock: another process accepts" "$work/clash.out" ||
 kill "$listener"
 wait "$listener" 2>/dev/null
 
+# socket_mode and socket_group are the socket's as soon as it exists (issue 16, hole 5).
+cat >"$work/access.yaml" <<YAML
+version: 1
+eal: {cores: "0", memory_mb: 128, huge: false, file_prefix: vqs-cli-access-$$, args: ["--no-pci"]}
+ports:
+  - {name: vm0, type: vhost, socket: $work/acc0.sock, socket_mode: "0620", socket_group: nogroup}
+  - {name: vm1, type: vhost, socket: $work/acc1.sock}
+forwarding: {mode: xconnect, pairs: [[vm0, vm1]]}
+YAML
+"$vqswitch" --config "$work/access.yaml" >"$work/access.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -S "$work/acc1.sock" ] && break; sleep 0.1; done
+[ "$(stat -c '%a %G' "$work/acc0.sock" 2>&1)" = "620 nogroup" ] ||
+  fail "socket_mode/socket_group: $(stat -c '%a %G' "$work/acc0.sock" 2>&1)"
+kill -INT "$pid"
+wait "$pid" || fail "socket_mode/socket_group run: exit $?: $(tail -n 3 "$work/access.out")"
+
 echo "$count examples checked, $failures failures"
 [ "$failures" -eq 0 ]

@@ -194,6 +194,17 @@ const BrokenCase kBroken[] = {
     {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/./x/../a.sock}\n"
      "  - {name: vm1, type: vhost, socket: /tmp/a.sock}\nforwarding: {mode: bridge}\n",
      "t.yaml:4:38: ports[1].socket: duplicate socket \"/tmp/a.sock\" (also ports[0].socket)"},
+    // Who may connect (issue 16, hole 5).
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock, socket_mode: "
+     "\"0888\"}\nforwarding: {mode: bridge}\n",
+     "t.yaml:3:64: ports[0].socket_mode: must be octal permission bits such as \"0660\" (at most "
+     "0777), got \"0888\""},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock, socket_group: "
+     "no-such-group-here}\nforwarding: {mode: bridge}\n",
+     "t.yaml:3:65: ports[0].socket_group: no group \"no-such-group-here\" on this host"},
+    {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock, mode: client, "
+     "socket_mode: \"0660\"}\nforwarding: {mode: bridge}\n",
+     "t.yaml:3:65: ports[0].socket_mode: only with mode: server (QEMU owns a client's socket)"},
     {"version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock/}\n"
      "forwarding: {mode: bridge}\n",
      "t.yaml:3:38: ports[0].socket: must name a file, got \"/tmp/a.sock/\""},
@@ -421,6 +432,21 @@ TEST_CASE("defaults are filled in") {
   CHECK_FALSE(plan.lcores[0].busy_poll_us);
   CHECK(plan.lcores[0].rx.size() == 2);
   CHECK(plan.xconnect_peer == std::vector<int>{-1, -1});
+}
+
+TEST_CASE("socket_mode and socket_group: a server socket's mode and group") {
+  Config c = parse_ok(
+      "version: 1\nports:\n"
+      "  - {name: vm0, type: vhost, socket: /tmp/a.sock, socket_mode: 0660, socket_group: root}\n"
+      "  - {name: vm1, type: vhost, socket: /tmp/b.sock, socket_mode: \"600\", socket_group: 0}\n"
+      "  - {name: vm2, type: vhost, socket: /tmp/c.sock}\n"
+      "forwarding: {mode: bridge}\n");
+  CHECK(c.ports[0].socket_access.mode == mode_t{0660});
+  CHECK(c.ports[0].socket_access.group == gid_t{0});
+  CHECK(c.ports[1].socket_access.mode == mode_t{0600});
+  CHECK(c.ports[1].socket_access.group == gid_t{0});
+  CHECK_FALSE(c.ports[2].socket_access.mode);
+  CHECK_FALSE(c.ports[2].socket_access.group);
 }
 
 TEST_CASE("every key is read") {

@@ -1,7 +1,9 @@
 // A frontend that sends what QEMU and virtio_user never would, through our own raw client on the
 // port's socket: the process must neither crash nor keep what it refused.
 #include <rte_cycles.h>
+#include <grp.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -95,4 +97,43 @@ TEST_CASE("a memory table whose region reaches past the end of its file is refus
   // The port still serves a real guest afterwards.
   GuestPort guest(host);
   CHECK(wait_link(host.port(), true));
+}
+
+// Issue 16, hole 5: a newer frontend used to take the port over from the one being served. It is
+// refused at its first message while the first is connected (and counted); once that one is
+// gone, a frontend is served again.
+TEST_CASE("a second frontend is refused while one is connected") {
+  HostPort host(1);
+  {
+    GuestPort guest(host);
+    REQUIRE(wait_link(host.port(), true));
+    {
+      RawFrontend intruder(host.socket());
+      intruder.send_message(kGetFeatures);
+      CHECK(intruder.closed_by_peer());
+    }
+    CHECK(xstat(host.port(), "refused_frontends") == 1);
+    CHECK(wait_link(host.port(), true, 100));
+    // The guest keeps its port: a packet still goes through.
+    REQUIRE(send_all(guest.port(), 0, {make_packet(100, 7)}) == 1);
+    const std::vector<rte_mbuf*> got = receive(host.port(), 0, 1);
+    CHECK(got.size() == 1);
+    free_all(got);
+  }
+  CHECK(wait_link(host.port(), false));
+  RawFrontend next(host.socket());
+  next.send_message(kGetFeatures);
+  CHECK(next.receive_reply().request == kGetFeatures);
+  CHECK(xstat(host.port(), "refused_frontends") == 1);
+}
+
+TEST_CASE("devargs socket_mode and socket_group are the server socket's from the start") {
+  HostPort host(1, "socket_mode=0620,socket_group=nogroup");
+  struct stat st {};
+  REQUIRE(stat(host.socket().c_str(), &st) == 0);
+  CHECK(S_ISSOCK(st.st_mode));
+  CHECK((st.st_mode & 07777) == 0620);
+  const group* nogroup = getgrnam("nogroup");
+  REQUIRE(nogroup != nullptr);
+  CHECK(st.st_gid == nogroup->gr_gid);
 }

@@ -13,7 +13,7 @@ namespace {
 
 constexpr const char* kValidKeys =
     "iface, queues, client, reconnect, tso, notify_coalesce_packets, notify_coalesce_usecs, "
-    "refill_threshold, zerocopy, zerocopy_min_len";
+    "refill_threshold, zerocopy, zerocopy_min_len, socket_mode, socket_group";
 
 bool parse_uint(const char* text, uint64_t max, uint64_t* out) {
   if (text == nullptr || *text == '\0' || *text == '-' || *text == '+') return false;
@@ -84,6 +84,14 @@ std::optional<VhostDeviceOptions> parse_devargs(const char* args, std::string* e
     } else if (key == "zerocopy_min_len") {
       if (!parse_uint(value, UINT16_MAX, &n) || n < 64) return bad("must be 64..65535 (bytes)");
       options.zero_copy_min_len = static_cast<uint32_t>(n);
+    } else if (key == "socket_mode") {
+      std::string why;
+      options.access.mode = parse_socket_mode(value ? value : "", &why);
+      if (!options.access.mode) return bad(why);
+    } else if (key == "socket_group") {
+      std::string why;
+      options.access.group = parse_socket_group(value ? value : "", &why);
+      if (!options.access.group) return bad(why);
     } else {
       *error = "unknown devarg '" + key + "' (valid: " + kValidKeys + ")";
       return std::nullopt;
@@ -95,6 +103,11 @@ std::optional<VhostDeviceOptions> parse_devargs(const char* args, std::string* e
   }
   if (seen.count("reconnect") && !options.client) {
     *error = "devarg 'reconnect' applies to client mode only (add client=1)";
+    return std::nullopt;
+  }
+  if ((seen.count("socket_mode") || seen.count("socket_group")) && options.client) {
+    *error = std::string("devarg '") + (seen.count("socket_mode") ? "socket_mode" : "socket_group") +
+             "' applies to server mode only (the frontend owns a client's socket)";
     return std::nullopt;
   }
   if (seen.count("zerocopy_min_len") && !options.zero_copy) {

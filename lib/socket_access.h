@@ -1,0 +1,26 @@
+// Who may connect to a vhost-user server socket: its file mode and group, as the owner of the
+// port asks for them (YAML socket_mode/socket_group, devargs socket_mode=/socket_group=). Without
+// them the socket gets the process umask and group. No EAL here.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace vqs {
+
+struct SocketAccess {
+  std::optional<mode_t> mode;  // permission bits only (0..0777)
+  std::optional<gid_t> group;
+};
+
+// "0660" or "660": octal permission bits, nothing above 0777 (no setuid, setgid or sticky).
+std::optional<mode_t> parse_socket_mode(const std::string& text, std::string* why);
+// A group name ("kvm") or a numeric id ("107") that exists on this host.
+std::optional<gid_t> parse_socket_group(const std::string& text, std::string* why);
+// Applies `access` to the socket at `path` (group first, then mode). False with `why`.
+bool apply_socket_access(const std::string& path, const SocketAccess& access, std::string* why);
+
+}  // namespace vqs

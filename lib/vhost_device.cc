@@ -455,7 +455,7 @@ int VhostDevice::on_new_device(int vid) {
     rte_vhost_get_negotiated_features(vid, &features);
     features_.store(features, std::memory_order_release);
     suspended_ = false;
-    if (!load_memory_locked()) {
+    if (!load_memory_locked(true)) {
       link_up_.store(false, std::memory_order_release);
       return -1;
     }
@@ -477,6 +477,7 @@ void VhostDevice::on_destroy_device(int vid) {
     suspended_ = false;
     apply_locked();  // stops every vring and hands its indices back to librte_vhost
     memory_.clear();
+    loaded_table_.clear();
     if (mapping_ != nullptr) {
       mapping_->release();  // chains still lent keep it until they complete
       mapping_ = nullptr;
@@ -561,7 +562,7 @@ bool VhostDevice::on_message(int vid, uint32_t request, bool after, uint64_t* re
       uint64_t features = 0;
       rte_vhost_get_negotiated_features(vid_, &features);
       features_.store(features, std::memory_order_release);
-      if (!load_memory_locked()) {
+      if (!load_memory_locked(false)) {
         running_ = false;
         link_lost = link_up_.exchange(false);
       }
@@ -577,16 +578,28 @@ bool VhostDevice::on_message(int vid, uint32_t request, bool after, uint64_t* re
   return true;
 }
 
-bool VhostDevice::load_memory_locked() {
+bool VhostDevice::load_memory_locked(bool force) {
   rte_vhost_memory* table = nullptr;
+  if (rte_vhost_get_mem_table(vid_, &table) != 0) {
+    VQS_LOG(ERR, "%s: no guest memory table", path().c_str());
+    memory_.clear();
+    loaded_table_.clear();
+    return false;
+  }
+  std::vector<LoadedRegion> regions_now;
+  for (uint32_t i = 0; i < table->nregions; ++i) {
+    const rte_vhost_mem_region& r = table->regions[i];
+    regions_now.push_back({r.guest_phys_addr, r.size, r.host_user_addr, r.mmap_size, r.fd});
+  }
+  if (!force && !loaded_table_.empty() && regions_now == loaded_table_) {
+    std::free(table);
+    return true;
+  }
+  loaded_table_.clear();
   memory_.clear();
   if (mapping_ != nullptr) {
     mapping_->release();  // trackers with chains lent from it keep it
     mapping_ = nullptr;
-  }
-  if (rte_vhost_get_mem_table(vid_, &table) != 0) {
-    VQS_LOG(ERR, "%s: no guest memory table", path().c_str());
-    return false;
   }
   if (options_.zero_copy) {
     // Our own mapping of the region fds: lent buffers outlive librte_vhost's.
@@ -607,6 +620,7 @@ bool VhostDevice::load_memory_locked() {
       VQS_LOG(WARNING, "%s: guest memory not registered for DMA: %s", path().c_str(),
               options_.lend_only_dma_ready ? "nothing is lent, every packet is copied"
                                            : "what it lends is copied toward devices that DMA");
+    loaded_table_ = std::move(regions_now);
     return true;
   }
   bool ok = true;
@@ -619,10 +633,12 @@ bool VhostDevice::load_memory_locked() {
     }
   }
   std::free(table);
+  if (ok) loaded_table_ = std::move(regions_now);
   return ok;
 }
 
 void VhostDevice::apply_locked() {
+  lent_wait_deadline_ = 0;
   for (uint16_t i = 0; i < vring_count(); ++i) {
     Vring& v = vrings_[i];
     const bool want_started = running_ && !suspended_ && v.enabled;
@@ -763,7 +779,16 @@ void VhostDevice::return_lent_locked(Vring& v) {
   if (!ring.attached()) return;
   const uint16_t used_before = ring.last_used_idx();
   const uint64_t hz = rte_get_timer_hz();
-  const uint64_t deadline = rte_get_timer_cycles() + hz * kLentStopWaitMs / 1000;
+  // Suspended for a message, the ring restarts after it and chains lent now come back to it
+  // then: only what completed already is returned. A stop (the device going, the vring
+  // disabled) waits, within one deadline for all of the device's vrings.
+  const bool suspend = suspended_ && running_;
+  if (suspend) {
+    lent_wait_deadline_ = rte_get_timer_cycles();
+  } else if (lent_wait_deadline_ == 0) {
+    lent_wait_deadline_ = rte_get_timer_cycles() + hz * kLentStopWaitMs / 1000;
+  }
+  const uint64_t deadline = lent_wait_deadline_;
   uint64_t next_request = 0;
   // The gate is closed: this thread is the queue's owner now.
   while (true) {
@@ -777,7 +802,7 @@ void VhostDevice::return_lent_locked(Vring& v) {
     rte_delay_us_sleep(100);
   }
   v.queue.complete_burst(used_before);
-  if (zc.in_flight() > 0)
+  if (zc.in_flight() > 0 && !suspend)
     VQS_LOG(WARNING, "%s: %u zero-copy buffers still held when the ring stopped", path().c_str(),
             zc.in_flight());
 }

@@ -189,7 +189,11 @@ class VhostDevice {
   void apply_locked();
   bool start_vring_locked(uint16_t index);
   void stop_vring_locked(uint16_t index);
-  bool load_memory_locked();
+  // Reads librte_vhost's memory table into memory_ (and, with zero-copy, our own mapping of it).
+  // Unless `force`, a table that did not change since the last load is kept as it is: a message
+  // that does not change memory must not remap it (with zero-copy, an mmap and a DMA
+  // registration of every region).
+  bool load_memory_locked(bool force);
   void watch_kickfd_locked(Vring& v, bool watch);
   // With zero-copy: the tracker's completion eventfd in the owner's epoll fd as well.
   void watch_completions_locked(Vring& v, bool watch);
@@ -209,6 +213,18 @@ class VhostDevice {
   bool datapath_enabled_ = false;  // the owner's switch
   GuestMemory memory_;
   GuestMapping* mapping_ = nullptr;  // with zero-copy: our own mapping behind memory_
+  // The table memory_ was loaded from, to tell whether a reload would change anything (the fd
+  // too: librte_vhost may map a new file where it unmapped the old one).
+  struct LoadedRegion {
+    uint64_t guest_phys_addr, size, host_user_addr, mmap_size;
+    int fd;
+    bool operator==(const LoadedRegion&) const = default;
+  };
+  std::vector<LoadedRegion> loaded_table_;
+  // While vrings stop together (one apply_locked), their waits for lent chains share one
+  // deadline: a device stop costs librte_vhost's thread kLentStopWaitMs at most, not that per
+  // vring. 0: no wait started yet.
+  uint64_t lent_wait_deadline_ = 0;
   std::atomic<uint64_t> features_{0};
   std::atomic<bool> link_up_{false};
   std::atomic<uint64_t> unserved_vring_enables_{0};

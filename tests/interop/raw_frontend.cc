@@ -1,6 +1,8 @@
 #include "raw_frontend.h"
 
 #include <dirent.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -47,6 +49,54 @@ void RawFrontend::send_message(uint32_t request, uint32_t flags, bool with_u64, 
   REQUIRE(send(fd_, &m, len, MSG_NOSIGNAL) == static_cast<ssize_t>(len));
 }
 
+void RawFrontend::send_raw(const void* bytes, size_t len, const int* fds, size_t fd_count) {
+  iovec iov{const_cast<void*>(bytes), len};
+  alignas(cmsghdr) char control[CMSG_SPACE(8 * sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (fd_count > 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(fd_count * sizeof(int));
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(fd_count * sizeof(int));
+    std::memcpy(CMSG_DATA(c), fds, fd_count * sizeof(int));
+  }
+  REQUIRE(sendmsg(fd_, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(len));
+}
+
+void RawFrontend::send_vring_state(uint32_t request, uint32_t index, uint32_t num,
+                                   uint32_t flags) {
+  struct [[gnu::packed]] {
+    RawMessage head;
+  } m{};
+  m.head.request = request;
+  m.head.flags = vhost_user::kVersion | flags;
+  m.head.size = 8;
+  m.head.u64 = index | (uint64_t{num} << 32);
+  send_raw(&m, kHeaderSize + 8, nullptr, 0);
+}
+
+void RawFrontend::send_vring_addr(uint32_t index, uint64_t desc, uint64_t used, uint64_t avail) {
+  struct [[gnu::packed]] {
+    uint32_t request, flags, size;
+    uint32_t index, addr_flags;
+    uint64_t desc, used, avail, log;
+  } m{vhost_user::kSetVringAddr, vhost_user::kVersion, 40, index, 0, desc, used, avail, 0};
+  send_raw(&m, sizeof(m), nullptr, 0);
+}
+
+void RawFrontend::send_vring_fd(uint32_t request, uint32_t index, int fd, uint32_t flags) {
+  RawMessage m;
+  m.request = request;
+  m.flags = vhost_user::kVersion | flags;
+  m.size = 8;
+  m.u64 = index;
+  send_raw(&m, kHeaderSize + 8, &fd, 1);
+}
+
 void RawFrontend::send_mem_table(const std::vector<RawRegion>& regions, uint32_t flags) {
   REQUIRE(regions.size() <= 8);
   uint8_t buf[kHeaderSize + sizeof(MemTable)] = {};
@@ -66,21 +116,7 @@ void RawFrontend::send_mem_table(const std::vector<RawRegion>& regions, uint32_t
   std::memcpy(buf, &head, kHeaderSize);
   std::memcpy(buf + kHeaderSize, &table, size);
 
-  iovec iov{buf, kHeaderSize + size};
-  alignas(cmsghdr) char control[CMSG_SPACE(8 * sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (!fds.empty()) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
-    std::memcpy(CMSG_DATA(c), fds.data(), fds.size() * sizeof(int));
-  }
-  REQUIRE(sendmsg(fd_, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(iov.iov_len));
+  send_raw(buf, kHeaderSize + size, fds.data(), fds.size());
 }
 
 RawMessage RawFrontend::receive_reply() {
@@ -97,6 +133,119 @@ RawMessage RawFrontend::receive_reply() {
 bool RawFrontend::closed_by_peer() {
   char c;
   return recv(fd_, &c, 1, 0) == 0;
+}
+
+namespace {
+
+// Split ring layout in guest memory (virtio 1.x alignments: desc 16, avail 2, used 4).
+constexpr uint64_t kDescBytes = 16ull * RawGuest::kRingSize;
+constexpr uint64_t kAvailBytes = 6 + 2ull * RawGuest::kRingSize;
+constexpr uint64_t kUsedBytes = 6 + 8ull * RawGuest::kRingSize;
+constexpr uint64_t kRingArea = 64 << 10;       // each vring's rings within 64 KiB
+constexpr uint64_t kBuffers = 256 << 10;       // packet buffers from here
+constexpr uint64_t kBufferStride = 2048;       // one per descriptor
+constexpr uint32_t kHeaderBytes = 12;          // virtio_net_hdr_mrg_rxbuf (VERSION_1)
+constexpr uint64_t kFVersion1 = 1ull << 32;
+
+}  // namespace
+
+RawGuest::RawGuest(const std::string& path) : frontend_(path) {
+  using namespace vhost_user;
+  memfd_ = memfd_create("raw-guest", MFD_CLOEXEC);
+  REQUIRE(memfd_ >= 0);
+  REQUIRE(ftruncate(memfd_, kMemSize) == 0);
+  void* mem = mmap(nullptr, kMemSize, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_, 0);
+  REQUIRE(mem != MAP_FAILED);
+  mem_ = static_cast<uint8_t*>(mem);
+  std::memset(mem_, 0, kMemSize);
+
+  frontend_.send_message(kGetFeatures);
+  const uint64_t features = frontend_.receive_reply().u64;
+  REQUIRE((features & kFVersion1) != 0);
+  frontend_.send_message(kGetProtocolFeatures);
+  REQUIRE((frontend_.receive_reply().u64 & kProtocolFReplyAck) != 0);
+  frontend_.send_message(kSetProtocolFeatures, 0, true, kProtocolFReplyAck);
+  frontend_.send_message(kSetOwner);
+  frontend_.send_message(kSetFeatures, 0, true, kFVersion1 | kFProtocolFeatures);
+  frontend_.send_mem_table(
+      {{0, kMemSize, reinterpret_cast<uint64_t>(mem_), 0, memfd_}}, kNeedReply);
+  REQUIRE(frontend_.receive_reply().u64 == 0);
+  for (uint32_t i = 0; i < 2; ++i) {
+    Ring& r = rings_[i];
+    r.desc = i * kRingArea;
+    r.avail = r.desc + kDescBytes;
+    r.used = (r.avail + kAvailBytes + 3) & ~uint64_t{3};
+    REQUIRE(r.used + kUsedBytes <= (i + 1) * kRingArea);
+    r.kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    r.call = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    REQUIRE((r.kick >= 0 && r.call >= 0));
+    frontend_.send_vring_state(kSetVringNum, i, kRingSize);
+    frontend_.send_vring_state(kSetVringBase, i, 0);
+    frontend_.send_vring_addr(i, reinterpret_cast<uint64_t>(host(r.desc)),
+                              reinterpret_cast<uint64_t>(host(r.used)),
+                              reinterpret_cast<uint64_t>(host(r.avail)));
+    frontend_.send_vring_fd(kSetVringKick, i, r.kick);
+    frontend_.send_vring_fd(kSetVringCall, i, r.call);
+  }
+  for (uint32_t i = 0; i < 2; ++i) frontend_.send_vring_state(kSetVringEnable, i, 1);
+}
+
+RawGuest::~RawGuest() {
+  for (Ring& r : rings_) {
+    if (r.kick >= 0) close(r.kick);
+    if (r.call >= 0) close(r.call);
+  }
+  if (mem_ != nullptr) munmap(mem_, kMemSize);
+  if (memfd_ >= 0) close(memfd_);
+}
+
+void RawGuest::send(uint16_t count, uint32_t len) {
+  const Ring& r = rings_[1];
+  auto* avail = reinterpret_cast<uint16_t*>(host(r.avail));  // flags, idx, ring[]
+  for (uint16_t i = 0; i < count; ++i) {
+    const uint16_t slot = static_cast<uint16_t>(tx_avail_ % kRingSize);
+    const uint64_t buf = kBuffers + slot * kBufferStride;
+    REQUIRE(kHeaderBytes + len <= kBufferStride);
+    uint8_t* b = host(buf);
+    std::memset(b, 0, kHeaderBytes);
+    std::memset(b + kHeaderBytes, 0xff, 12);  // broadcast destination, source
+    b[kHeaderBytes + 12] = 0x08;               // IPv4 ethertype: a plain frame
+    b[kHeaderBytes + 13] = 0x00;
+    for (uint32_t k = 14; k < len; ++k) b[kHeaderBytes + k] = static_cast<uint8_t>(k + slot);
+    struct [[gnu::packed]] Desc {
+      uint64_t addr;
+      uint32_t len;
+      uint16_t flags, next;
+    } d{buf, kHeaderBytes + len, 0, 0};
+    std::memcpy(host(r.desc) + 16ull * slot, &d, sizeof(d));
+    avail[2 + slot] = slot;
+    ++tx_avail_;
+  }
+  __atomic_store_n(&avail[1], tx_avail_, __ATOMIC_RELEASE);
+  const uint64_t one = 1;
+  REQUIRE(write(r.kick, &one, sizeof(one)) == sizeof(one));
+}
+
+uint16_t RawGuest::tx_used() const {
+  return __atomic_load_n(reinterpret_cast<const uint16_t*>(host(rings_[1].used) + 2),
+                         __ATOMIC_ACQUIRE);
+}
+
+uint64_t RawGuest::replace_vring_fd(uint32_t request, uint32_t index) {
+  Ring& r = rings_[index];
+  int& fd = request == vhost_user::kSetVringCall ? r.call : r.kick;
+  const int fresh = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  REQUIRE(fresh >= 0);
+  frontend_.send_vring_fd(request, index, fresh, vhost_user::kNeedReply);
+  close(fd);
+  fd = fresh;
+  return frontend_.receive_reply().u64;
+}
+
+uint64_t RawGuest::resend_mem_table() {
+  frontend_.send_mem_table({{0, kMemSize, reinterpret_cast<uint64_t>(mem_), 0, memfd_}},
+                           vhost_user::kNeedReply);
+  return frontend_.receive_reply().u64;
 }
 
 int open_fd_count() {

@@ -14,6 +14,12 @@ constexpr uint32_t kGetFeatures = 1;
 constexpr uint32_t kSetFeatures = 2;
 constexpr uint32_t kSetOwner = 3;
 constexpr uint32_t kSetMemTable = 5;
+constexpr uint32_t kSetVringNum = 8;
+constexpr uint32_t kSetVringAddr = 9;
+constexpr uint32_t kSetVringBase = 10;
+constexpr uint32_t kSetVringKick = 12;
+constexpr uint32_t kSetVringCall = 13;
+constexpr uint32_t kSetVringEnable = 18;
 constexpr uint32_t kGetProtocolFeatures = 15;
 constexpr uint32_t kSetProtocolFeatures = 16;
 constexpr uint32_t kGetQueueNum = 17;
@@ -53,13 +59,56 @@ class RawFrontend {
   void send_message(uint32_t request, uint32_t flags = 0, bool with_u64 = false, uint64_t u64 = 0);
   // SET_MEM_TABLE with the regions' fds (SCM_RIGHTS).
   void send_mem_table(const std::vector<RawRegion>& regions, uint32_t flags = 0);
+  // SET_VRING_NUM/BASE/ENABLE: {index, num}.
+  void send_vring_state(uint32_t request, uint32_t index, uint32_t num, uint32_t flags = 0);
+  // SET_VRING_ADDR: the rings at the frontend's (our) addresses.
+  void send_vring_addr(uint32_t index, uint64_t desc, uint64_t used, uint64_t avail);
+  // SET_VRING_KICK/CALL: the vring's eventfd.
+  void send_vring_fd(uint32_t request, uint32_t index, int fd, uint32_t flags = 0);
   // A reply with a u64 payload (every reply these tests expect has one).
   RawMessage receive_reply();
   // Whether the backend closed the connection (end of file) within the receive timeout.
   bool closed_by_peer();
 
  private:
+  void send_raw(const void* bytes, size_t len, const int* fds, size_t fd_count);
   int fd_;
+};
+
+// A guest on the raw frontend: 2 MiB of memfd memory mapped here, one queue pair of split rings
+// (vring 0 guest RX, vring 1 guest TX) set up through the protocol as QEMU does, no offloads,
+// no mergeable buffers (VERSION_1: 12-byte header). Guest TX is driven by hand.
+class RawGuest {
+ public:
+  static constexpr uint16_t kRingSize = 256;
+  static constexpr uint64_t kMemSize = 2 << 20;
+
+  explicit RawGuest(const std::string& path);
+  ~RawGuest();
+  RawFrontend& frontend() { return frontend_; }
+  // Posts `count` TX packets of `len` bytes (after the 12-byte header), each in its own buffer
+  // at a fixed guest address per descriptor; returns once they are published.
+  void send(uint16_t count, uint32_t len);
+  // Used entries the device returned on the TX ring so far.
+  uint16_t tx_used() const;
+  // A fresh eventfd for `request` (SET_VRING_CALL or KICK) on `index`, NEED_REPLY; returns the
+  // reply's u64 (0: success).
+  uint64_t replace_vring_fd(uint32_t request, uint32_t index);
+  // SET_MEM_TABLE again with the same single region, NEED_REPLY; the reply's u64.
+  uint64_t resend_mem_table();
+
+ private:
+  struct Ring {
+    uint64_t desc, avail, used;  // guest addresses (= offsets in the memfd)
+    int kick = -1, call = -1;
+  };
+  uint8_t* host(uint64_t gpa) const { return mem_ + gpa; }
+
+  RawFrontend frontend_;
+  int memfd_ = -1;
+  uint8_t* mem_ = nullptr;
+  Ring rings_[2];
+  uint16_t tx_avail_ = 0;
 };
 
 // Open file descriptors of this process (the backend runs in it too).

@@ -103,8 +103,9 @@ class DescChainReader {
     if (head >= ring_size_) return false;
     VringDesc d;
     std::memcpy(&d, &table_[head], sizeof(d));
-    asm volatile("" ::: "memory");  // one read of guest memory: a length the guest rewrites
-                                    // between two reads could not then pass the clip below
+    asm volatile("" ::
+                     : "memory");  // one read of guest memory: a length the guest rewrites
+                                   // between two reads could not then pass the clip below
     if (d.flags & kVringDescFIndirect) return false;
     const uint32_t len = d.len < bytes ? d.len : bytes;
     const uint8_t* p = len != 0 ? memory_->translate(d.addr, len) : nullptr;

@@ -261,8 +261,8 @@ TEST_CASE("guest TX: a GSO request the headers or limits do not allow is dropped
 }
 
 TEST_CASE("guest TX: GSO at the limits is accepted") {
-  for (const auto& [gso_size, payload] : {std::pair<uint16_t, uint32_t>{kMinGuestGsoSize, 3000},
-                                          {200, 200 * kMaxGuestGsoSegments}}) {
+  for (const auto& [gso_size, payload] :
+       {std::pair<uint16_t, uint32_t>{kMinGuestGsoSize, 3000}, {200, 200 * kMaxGuestGsoSegments}}) {
     INFO("gso_size " << gso_size << " payload " << payload);
     Device dev(kModernFeatures);
     VirtioNetHdr hdr{};

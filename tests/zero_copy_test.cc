@@ -148,9 +148,9 @@ TEST_CASE("zero-copy: an offload request whose headers reach past the copied hea
     bool lent;
     bool dropped = false;
   } cases[] = {
-      {0, 0, 0, kNetHdrGsoNone, true},                    // no request
-      {kNetHdrFNeedsCsum, 34, 16, kNetHdrGsoNone, true},  // IPv4/TCP
-      {kNetHdrFNeedsCsum, 68, 16, kNetHdrGsoNone, true},  // a 60-byte TCP header still fits
+      {0, 0, 0, kNetHdrGsoNone, true},                     // no request
+      {kNetHdrFNeedsCsum, 34, 16, kNetHdrGsoNone, true},   // IPv4/TCP
+      {kNetHdrFNeedsCsum, 68, 16, kNetHdrGsoNone, true},   // a 60-byte TCP header still fits
       {kNetHdrFNeedsCsum, 69, 16, kNetHdrGsoNone, false},  // it would not
       {kNetHdrFNeedsCsum, 34, 92, kNetHdrGsoNone, true},   // field in the head's last two bytes
       {kNetHdrFNeedsCsum, 34, 94, kNetHdrGsoNone, false},  // field past the head
@@ -198,8 +198,8 @@ TEST_CASE("zero-copy: an offload request whose headers reach past the copied hea
 // its end (the bytes after it are the guest's, or not guest memory at all).
 TEST_CASE("zero-copy: completions plus a full ring in one burst stay inside the used ring") {
   for (uint16_t ring : {uint16_t{4}, uint16_t{8}, uint16_t{16}, uint16_t{32}}) {
-    for (uint16_t start : {uint16_t{0}, static_cast<uint16_t>(ring / 2),
-                           static_cast<uint16_t>(ring - 1)}) {
+    for (uint16_t start :
+         {uint16_t{0}, static_cast<uint16_t>(ring / 2), static_cast<uint16_t>(ring - 1)}) {
       INFO("ring " << ring << " used index at " << start);
       ZeroCopyDevice dev(ring, kDefaultZeroCopyMinLen, true, start);
       const uint16_t limit = dev.tracker.limit();

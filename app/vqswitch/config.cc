@@ -532,13 +532,15 @@ void Loader::read_vhost(const MapView& m, PortConfig* port) {
     port->reconnect = read_bool(*v);
   }
   if (const Value* v = m.find("socket_mode")) {
-    if (port->client) m.forbid("socket_mode", "only with mode: server (QEMU owns a client's socket)");
+    if (port->client)
+      m.forbid("socket_mode", "only with mode: server (QEMU owns a client's socket)");
     std::string why;
     port->socket_access.mode = parse_socket_mode(read_string(*v), &why);
     if (!port->socket_access.mode) fail(*v, why + ", got " + in_quotes(read_string(*v)));
   }
   if (const Value* v = m.find("socket_group")) {
-    if (port->client) m.forbid("socket_group", "only with mode: server (QEMU owns a client's socket)");
+    if (port->client)
+      m.forbid("socket_group", "only with mode: server (QEMU owns a client's socket)");
     std::string why;
     port->socket_access.group = parse_socket_group(read_string(*v), &why);
     if (!port->socket_access.group) fail(*v, why);
@@ -667,7 +669,8 @@ RxQueueRef Loader::read_rx_queue(const Value& v) {
                 return std::isdigit(static_cast<unsigned char>(c));
               });
     if (!ok)
-      fail(v, "expected \"port:queue\" like \"vm0:0\" or {port: vm0, queue: 0}, got " + in_quotes(s));
+      fail(v,
+           "expected \"port:queue\" like \"vm0:0\" or {port: vm0, queue: 0}, got " + in_quotes(s));
     ref.port = s.substr(0, colon);
     const PortConfig& port = port_named(v, ref.port);
     int64_t queue = std::stol(s.substr(colon + 1));

@@ -77,8 +77,8 @@ struct PortConfig {
 
   // vhost
   std::string socket;
-  bool client = false;    // mode: client (connect) | server (listen, default)
-  bool reconnect = true;  // client mode
+  bool client = false;         // mode: client (connect) | server (listen, default)
+  bool reconnect = true;       // client mode
   SocketAccess socket_access;  // server mode: socket_mode, socket_group
   bool tso = false;
   NotifyCoalesce notify_coalesce;

@@ -2,8 +2,8 @@
 #include "plan.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cctype>
+#include <cstdio>
 #include <sstream>
 
 namespace vqs::app {

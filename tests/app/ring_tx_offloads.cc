@@ -12,7 +12,7 @@ namespace {
 std::once_flag ops_made;
 eth_dev_ops ring_ops;            // net_ring's own operations ...
 eth_dev_infos_get_t ring_infos;  // ... whose dev_infos_get is wrapped
-eth_dev_ops ring_ops_offloads;  // by this one's
+eth_dev_ops ring_ops_offloads;   // by this one's
 
 int infos_with_offloads(rte_eth_dev* dev, rte_eth_dev_info* info) {
   const int rc = ring_infos(dev, info);

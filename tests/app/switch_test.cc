@@ -608,8 +608,8 @@ TEST_CASE("tx_prepare refusing packet i drops packet i only, counted; the rest a
     INFO(error);
     REQUIRE(port != nullptr);
     // Checksum requests the device takes: rte_eth_tx_prepare runs on the burst.
-    const uint16_t lens[] = {100, kRefusedByTxPrepareLen, 101, 102, kRefusedByTxPrepareLen,
-                             kRefusedByTxPrepareLen, 103};
+    const uint16_t lens[] = {
+        100, kRefusedByTxPrepareLen, 101, 102, kRefusedByTxPrepareLen, kRefusedByTxPrepareLen, 103};
     constexpr uint16_t kCount = sizeof(lens) / sizeof(lens[0]);
     rte_mbuf* pkts[kCount];
     for (uint16_t i = 0; i < kCount; ++i) {

@@ -1,7 +1,7 @@
 // A frontend that sends what QEMU and virtio_user never would, through our own raw client on the
 // port's socket: the process must neither crash nor keep what it refused.
-#include <rte_cycles.h>
 #include <grp.h>
+#include <rte_cycles.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>

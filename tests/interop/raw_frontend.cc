@@ -67,8 +67,7 @@ void RawFrontend::send_raw(const void* bytes, size_t len, const int* fds, size_t
   REQUIRE(sendmsg(fd_, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(len));
 }
 
-void RawFrontend::send_vring_state(uint32_t request, uint32_t index, uint32_t num,
-                                   uint32_t flags) {
+void RawFrontend::send_vring_state(uint32_t request, uint32_t index, uint32_t num, uint32_t flags) {
   struct [[gnu::packed]] {
     RawMessage head;
   } m{};
@@ -141,10 +140,10 @@ namespace {
 constexpr uint64_t kDescBytes = 16ull * RawGuest::kRingSize;
 constexpr uint64_t kAvailBytes = 6 + 2ull * RawGuest::kRingSize;
 constexpr uint64_t kUsedBytes = 6 + 8ull * RawGuest::kRingSize;
-constexpr uint64_t kRingArea = 64 << 10;       // each vring's rings within 64 KiB
-constexpr uint64_t kBuffers = 256 << 10;       // packet buffers from here
-constexpr uint64_t kBufferStride = 2048;       // one per descriptor
-constexpr uint32_t kHeaderBytes = 12;          // virtio_net_hdr_mrg_rxbuf (VERSION_1)
+constexpr uint64_t kRingArea = 64 << 10;  // each vring's rings within 64 KiB
+constexpr uint64_t kBuffers = 256 << 10;  // packet buffers from here
+constexpr uint64_t kBufferStride = 2048;  // one per descriptor
+constexpr uint32_t kHeaderBytes = 12;     // virtio_net_hdr_mrg_rxbuf (VERSION_1)
 constexpr uint64_t kFVersion1 = 1ull << 32;
 
 }  // namespace
@@ -167,8 +166,8 @@ RawGuest::RawGuest(const std::string& path) : frontend_(path) {
   frontend_.send_message(kSetProtocolFeatures, 0, true, kProtocolFReplyAck);
   frontend_.send_message(kSetOwner);
   frontend_.send_message(kSetFeatures, 0, true, kFVersion1 | kFProtocolFeatures);
-  frontend_.send_mem_table(
-      {{0, kMemSize, reinterpret_cast<uint64_t>(mem_), 0, memfd_}}, kNeedReply);
+  frontend_.send_mem_table({{0, kMemSize, reinterpret_cast<uint64_t>(mem_), 0, memfd_}},
+                           kNeedReply);
   REQUIRE(frontend_.receive_reply().u64 == 0);
   for (uint32_t i = 0; i < 2; ++i) {
     Ring& r = rings_[i];
@@ -209,7 +208,7 @@ void RawGuest::send(uint16_t count, uint32_t len) {
     uint8_t* b = host(buf);
     std::memset(b, 0, kHeaderBytes);
     std::memset(b + kHeaderBytes, 0xff, 12);  // broadcast destination, source
-    b[kHeaderBytes + 12] = 0x08;               // IPv4 ethertype: a plain frame
+    b[kHeaderBytes + 12] = 0x08;              // IPv4 ethertype: a plain frame
     b[kHeaderBytes + 13] = 0x00;
     for (uint32_t k = 14; k < len; ++k) b[kHeaderBytes + k] = static_cast<uint8_t>(k + slot);
     struct [[gnu::packed]] Desc {

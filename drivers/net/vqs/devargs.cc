@@ -106,7 +106,8 @@ std::optional<VhostDeviceOptions> parse_devargs(const char* args, std::string* e
     return std::nullopt;
   }
   if ((seen.count("socket_mode") || seen.count("socket_group")) && options.client) {
-    *error = std::string("devarg '") + (seen.count("socket_mode") ? "socket_mode" : "socket_group") +
+    *error = std::string("devarg '") +
+             (seen.count("socket_mode") ? "socket_mode" : "socket_group") +
              "' applies to server mode only (the frontend owns a client's socket)";
     return std::nullopt;
   }

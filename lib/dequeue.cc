@@ -60,8 +60,16 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
   const uint16_t used_before = ring.last_used_idx();
   // Lent chains whose mbufs were freed since the last burst go back to the guest with this one.
   ZeroCopyTracker* const zero_copy = vq.zero_copy();
-  if (zero_copy != nullptr && zero_copy->completions_waiting()) zero_copy->reap(ring);
+  // A guest cannot have more chains posted than the ring holds minus those still lent (they
+  // hold descriptors it has not got back): counted before the reap, this also keeps the used
+  // entries of one burst (completions plus new chains) within the ring's size.
+  uint16_t room = ring.size();
+  if (zero_copy != nullptr) {
+    room = static_cast<uint16_t>(room - zero_copy->in_flight());
+    if (zero_copy->completions_waiting()) zero_copy->reap(ring);
+  }
   uint16_t count = vq.avail_count();
+  if (count > room) count = room;
   if (count > max_packets) count = max_packets;
   if (count == 0) {
     vq.complete_burst(used_before);

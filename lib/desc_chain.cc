@@ -54,7 +54,8 @@ ChainError DescChainReader::walk(uint16_t head, ChainAccess access, IoVecList& o
 
   if (index >= table_size) return ChainError::kBadIndex;
   for (;;) {
-    if (budget-- == 0) return ChainError::kTooLong;
+    if (budget == 0) return ChainError::kTooLong;
+    --budget;
     const VringDesc d = load_desc(table, index);
     if (d.flags & kVringDescFIndirect) {
       if (!indirect_negotiated_) return ChainError::kIndirectNotNegotiated;

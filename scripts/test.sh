@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Sets up the machine (scripts/setup.sh), builds vqswitch twice — optimised, and with ASan+UBSan —
-# and runs every test: the whole suite in the optimised build, the unit suite in the sanitizer
-# build. Ends with one line "N passed, N failed" summing every test case of every suite.
+# Sets up the machine (scripts/setup.sh), builds vqswitch three times — optimised, with ASan+UBSan,
+# and the clang fuzz harnesses — and runs every test: the whole suite in the optimised build, the
+# unit suite in the sanitizer build, a smoke run of each fuzz harness. Ends with one line
+# "N passed, N failed" summing every test case of every suite.
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,12 +24,21 @@ configure() {  # build dir, meson options...
 configure build
 configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug \
   -Dcpp_args=-fno-sanitize-recover=all
+# The fuzz harnesses: clang, ASan+UBSan, libFuzzer (docs/security.md).
+if [ ! -f build-fuzz/build.ninja ]; then
+  CC=clang-14 CXX=clang++-14 meson setup build-fuzz -Dfuzz=true -Dtests=false \
+    -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+fi
+ninja -C build-fuzz
 
 status=0
 meson test -C build --print-errorlogs || status=1
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   meson test -C build-asan --suite unit --print-errorlogs || status=1
 
+# Each harness replays its regressions, then fuzzes for 1,000,000 executions (scripts/fuzz.sh).
+meson test -C build-fuzz --suite fuzz --print-errorlogs || status=1
+
 python3 "$top/scripts/count_tests.py" build/meson-logs/testlog.json \
-  build-asan/meson-logs/testlog.json || status=1
+  build-asan/meson-logs/testlog.json build-fuzz/meson-logs/testlog.json || status=1
 exit $status

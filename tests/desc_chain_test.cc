@@ -137,6 +137,23 @@ TEST_CASE_METHOD(Fixture, "loops and over-long chains end as kTooLong") {
   }
 }
 
+// Found by desc_chain_fuzz (fuzz/regressions/desc_chain_fuzz/too-long-chain-visited-count): the
+// count of descriptors read, which bounds a guest RX burst's work, came out one past the chain
+// bound (an unsigned budget decremented past zero) when a chain was cut as too long.
+TEST_CASE_METHOD(Fixture, "descriptors visited: at most the chain bound, also for a loop") {
+  const uint64_t a = mem.alloc(64);
+  const uint16_t d0 = guest.alloc_desc();
+  guest.desc(d0) = VringDesc{a, 1, kVringDescFNext, d0};
+  iov.clear();
+  uint32_t visited = 0;
+  CHECK(reader().read(d0, ChainAccess::kDeviceReads, iov, &visited) == ChainError::kTooLong);
+  CHECK(visited == guest.ring_size());
+  const uint16_t d1 = add(a, 8, 0);
+  iov.clear();
+  CHECK(reader().read(d1, ChainAccess::kDeviceReads, iov, &visited) == ChainError::kNone);
+  CHECK(visited == guest.ring_size() + 1u);
+}
+
 TEST_CASE_METHOD(Fixture, "hostile addresses, indices and directions") {
   const uint64_t a = mem.alloc(64);
   CHECK(read(16) == ChainError::kBadIndex);

@@ -1,0 +1,200 @@
+// The datapath on a hostile guest: both rings, the descriptors, the avail entries, the headers
+// and the packet bytes are the fuzzer's, as are the ring size (2..1024), the features, zero-copy
+// and its minimum length, and the order of operations (dequeue bursts, completions of lent
+// buffers in any order, the forwarding step, software checksums, enqueue bursts, the guest
+// rewriting its memory between bursts).
+//
+// Invariants, beyond "no crash" (guest memory is mmap'd between PROT_NONE guard pages and the used
+// rings end flush against them):
+// - a dequeue burst writes at most the ring size of used entries;
+// - nothing but enqueue writes guest buffers, descriptor tables or avail rings: not dequeue, not
+//   a lent buffer's consumers (checksums are completed in our copy of the head);
+// - once every mbuf is freed and the lent chains reaped, the mbuf pool is full again.
+#include <fuzzer/FuzzedDataProvider.h>
+#include <rte_eal.h>
+#include <rte_mbuf.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dequeue.h"
+#include "enqueue.h"
+#include "guarded_memory.h"
+#include "net_offload.h"
+#include "virtqueue.h"
+#include "zero_copy_tracker.h"
+
+using namespace vqs;
+using vqs::fuzz::GuardedMemory;
+
+namespace {
+
+rte_mempool* pool = nullptr;
+constexpr unsigned kPoolSize = 8191;
+
+constexpr uint64_t kBufferBytes = 32 << 10;
+constexpr uint64_t kRingRegionBytes = 64 << 10;  // the largest ring (1024) takes 28 KiB
+
+// One queue's rings in their own region: descriptor table and avail ring at the start, the used
+// ring (4-byte aligned) flush against the region's end guard.
+struct Rings {
+  VringDesc* desc;
+  VringAvail* avail;
+  VringUsed* used;
+  uint64_t desc_avail_bytes;
+};
+
+Rings place_rings(const GuardedMemory& memory, size_t region, uint16_t n) {
+  Rings r;
+  r.desc = reinterpret_cast<VringDesc*>(memory.host(region));
+  r.avail = reinterpret_cast<VringAvail*>(memory.host(region) + 16ull * n);
+  r.desc_avail_bytes = 16ull * n + 6 + 2ull * n;
+  const uint64_t used_bytes = (6 + 8ull * n + 3) / 4 * 4;
+  r.used = reinterpret_cast<VringUsed*>(memory.tail(region, used_bytes));
+  return r;
+}
+
+void fill(FuzzedDataProvider& in, uint8_t* p, uint64_t len) {
+  const std::vector<uint8_t> bytes = in.ConsumeBytes<uint8_t>(len);
+  if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  const std::string prefix = "--file-prefix=vqs-fuzz-" + std::to_string(getpid());
+  const char* args[] = {"datapath_fuzz", "--no-huge",     "--no-shconf", "--no-pci", "-m",
+                        "256",           "--log-level=0", prefix.c_str()};
+  if (rte_eal_init(static_cast<int>(std::size(args)), const_cast<char**>(args)) < 0) std::abort();
+  pool = rte_pktmbuf_pool_create("fuzz", kPoolSize, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  if (pool == nullptr) std::abort();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  const uint16_t n = static_cast<uint16_t>(1u << in.ConsumeIntegralInRange(1, 10));
+  const uint16_t feature_bits = in.ConsumeIntegral<uint16_t>();
+  const unsigned kFeatureList[] = {
+      kFVersion1,     kNetFMrgRxbuf,  kRingFIndirectDesc, kRingFEventIdx, kFInOrder,    kNetFCsum,
+      kNetFGuestCsum, kNetFGuestTso4, kNetFGuestTso6,     kNetFHostTso4,  kNetFHostTso6};
+  uint64_t features = 0;
+  for (size_t i = 0; i < std::size(kFeatureList); ++i)
+    if (feature_bits & (1u << i)) features |= 1ull << kFeatureList[i];
+  const bool zero_copy = in.ConsumeBool();
+  const uint32_t zero_copy_min_len = in.ConsumeIntegralInRange<uint32_t>(64, 2048);
+  const uint16_t start_idx = in.ConsumeIntegral<uint16_t>();
+  // The operations' own bytes, taken before the memory contents can use them all up.
+  const std::vector<uint8_t> script =
+      in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, 512));
+  FuzzedDataProvider ops(script.data(), script.size());
+
+  static GuardedMemory memory({kRingRegionBytes, kRingRegionBytes, kBufferBytes});
+  for (size_t r = 0; r < 3; ++r) std::memset(memory.host(r), 0, memory.size(r));
+  const Rings tx = place_rings(memory, 0, n);
+  const Rings rx = place_rings(memory, 1, n);
+  fill(in, reinterpret_cast<uint8_t*>(tx.desc), tx.desc_avail_bytes);
+  fill(in, reinterpret_cast<uint8_t*>(rx.desc), rx.desc_avail_bytes);
+  fuzz::relocate_descs(reinterpret_cast<uint8_t*>(tx.desc), n, memory, 2);
+  fuzz::relocate_descs(reinterpret_cast<uint8_t*>(rx.desc), n, memory, 2);
+  tx.used->idx = rx.used->idx = start_idx;
+  fill(in, memory.host(2), in.ConsumeIntegralInRange<uint64_t>(0, 4096));
+
+  ZeroCopyTracker tracker;
+  tracker.start(n);
+  VirtQueue txq, rxq;
+  VirtQueue::Setup setup;
+  setup.features = features;
+  setup.memory = &memory.table();
+  setup.addrs = SplitRingAddrs{tx.desc, tx.avail, tx.used, n};
+  setup.last_avail_idx = setup.last_used_idx = start_idx;
+  if (zero_copy) {
+    setup.zero_copy = &tracker;
+    setup.zero_copy_min_len = zero_copy_min_len;
+  }
+  if (!txq.start(setup)) std::abort();
+  setup.addrs = SplitRingAddrs{rx.desc, rx.avail, rx.used, n};
+  setup.zero_copy = nullptr;
+  if (!rxq.start(setup)) std::abort();
+
+  // What only the guest and enqueue may write: buffers, descriptor tables, avail rings.
+  auto guest_side = [&] {
+    std::vector<uint8_t> bytes(memory.host(2), memory.host(2) + memory.size(2));
+    const auto* t = reinterpret_cast<const uint8_t*>(tx.desc);
+    const auto* r = reinterpret_cast<const uint8_t*>(rx.desc);
+    bytes.insert(bytes.end(), t, t + tx.desc_avail_bytes);
+    bytes.insert(bytes.end(), r, r + rx.desc_avail_bytes);
+    return bytes;
+  };
+  std::vector<uint8_t> expected = guest_side();
+  std::vector<rte_mbuf*> held;
+  rte_mbuf* burst[1024];
+  for (int op = 0; op < 24 && ops.remaining_bytes() > 0; ++op) {
+    switch (ops.ConsumeIntegralInRange(0, 5)) {
+      case 0: {  // guest TX burst
+        const uint16_t max = ops.ConsumeIntegralInRange<uint16_t>(1, 1024);
+        const uint32_t max_bytes = ops.ConsumeIntegralInRange<uint32_t>(1, 1u << 20);
+        const uint16_t used_before = tx.used->idx;
+        const BurstResult r = dequeue_burst(txq, pool, burst, max, max_bytes);
+        VQS_FUZZ_CHECK(static_cast<uint16_t>(tx.used->idx - used_before) <= n);
+        VQS_FUZZ_CHECK(r.packets <= max);
+        held.insert(held.end(), burst, burst + r.packets);
+        break;
+      }
+      case 1: {  // a consumer frees one packet: lent chains complete in any order
+        if (held.empty()) break;
+        const size_t i = ops.ConsumeIntegralInRange<size_t>(0, held.size() - 1);
+        rte_pktmbuf_free(held[i]);
+        held.erase(held.begin() + static_cast<ptrdiff_t>(i));
+        break;
+      }
+      case 2: {  // forwarding step, then software checksums where nothing else would do them
+        if (held.empty()) break;
+        rte_mbuf* m = held[ops.ConsumeIntegralInRange<size_t>(0, held.size() - 1)];
+        rx_offload_to_tx_request(m);
+        if (RTE_MBUF_DIRECT(m) && rte_mbuf_refcnt_read(m) == 1 &&
+            !(m->ol_flags & (RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_UDP_SEG)))
+          (void)complete_tx_checksum(m);
+        break;
+      }
+      case 3: {  // guest RX burst of held packets (consumed ones are freed)
+        if (held.empty()) break;
+        const uint16_t count = static_cast<uint16_t>(
+            ops.ConsumeIntegralInRange<size_t>(1, std::min<size_t>(held.size(), 256)));
+        for (uint16_t i = 0; i < count; ++i) rx_offload_to_tx_request(held[i]);
+        const BurstResult r = enqueue_burst(rxq, held.data(), count);
+        VQS_FUZZ_CHECK(r.packets <= count);
+        rte_pktmbuf_free_bulk(held.data(), r.packets);
+        held.erase(held.begin(), held.begin() + r.packets);
+        expected = guest_side();
+        break;
+      }
+      case 4: {  // the guest rewrites part of its memory, as it may at any time
+        const size_t region = ops.ConsumeIntegralInRange<size_t>(0, 2);
+        const uint64_t len =
+            std::min<uint64_t>(ops.ConsumeIntegralInRange<uint64_t>(1, 512), memory.size(region));
+        const uint64_t at = ops.ConsumeIntegralInRange<uint64_t>(0, memory.size(region) - len);
+        fill(in, memory.host(region) + at, len);
+        expected = guest_side();
+        break;
+      }
+      case 5: {  // the guest posts more: avail index moves (any value: a corrupt one included)
+        const uint16_t idx = ops.ConsumeIntegral<uint16_t>();
+        (ops.ConsumeBool() ? tx : rx).avail->idx = idx;
+        expected = guest_side();
+        break;
+      }
+    }
+    VQS_FUZZ_CHECK(guest_side() == expected);
+  }
+  for (rte_mbuf* m : held) rte_pktmbuf_free(m);
+  txq.stop();
+  rxq.stop();
+  tracker.orphan_lent();
+  tracker.reap_orphans_only();
+  VQS_FUZZ_CHECK(tracker.in_flight() == 0);
+  VQS_FUZZ_CHECK(rte_mempool_avail_count(pool) == kPoolSize);
+  return 0;
+}

@@ -1,0 +1,111 @@
+// Guest memory for the fuzz harnesses: each region its own mmap between two PROT_NONE guard
+// pages, so that a read or write past a region's ends faults at once (ASan does not watch mmap'd
+// memory). Rings are placed flush against a region's end: an overrun of the used ring hits the
+// guard page.
+#pragma once
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "guest_memory.h"
+
+namespace vqs::fuzz {
+
+class GuardedMemory {
+ public:
+  // Regions of the given sizes (rounded up to pages), at guest-physical addresses kBase,
+  // kBase + kSpacing, ...
+  static constexpr uint64_t kBase = 0x10000;
+  static constexpr uint64_t kSpacing = 0x1000000;
+
+  explicit GuardedMemory(const std::vector<uint64_t>& sizes) {
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const uint64_t len = (sizes[i] + page - 1) / page * page;
+      void* all = mmap(nullptr, len + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (all == MAP_FAILED) std::abort();
+      uint8_t* host = static_cast<uint8_t*>(all) + page;
+      if (mprotect(host, len, PROT_READ | PROT_WRITE) != 0) std::abort();
+      regions_.push_back({kBase + i * kSpacing, len, host, all, len + 2 * page});
+      if (!table_.add_region(kBase + i * kSpacing, len, host)) std::abort();
+    }
+  }
+  ~GuardedMemory() {
+    for (const Region& r : regions_) munmap(r.mapping, r.mapping_len);
+  }
+  GuardedMemory(const GuardedMemory&) = delete;
+  GuardedMemory& operator=(const GuardedMemory&) = delete;
+
+  const GuestMemory& table() const { return table_; }
+  uint8_t* host(size_t region) const { return regions_[region].host; }
+  uint64_t gpa(size_t region) const { return regions_[region].gpa; }
+  uint64_t size(size_t region) const { return regions_[region].size; }
+  // The last `len` bytes of a region (flush against its end guard), and their guest address.
+  uint8_t* tail(size_t region, uint64_t len) const {
+    return regions_[region].host + regions_[region].size - len;
+  }
+  uint64_t tail_gpa(size_t region, uint64_t len) const {
+    return regions_[region].gpa + regions_[region].size - len;
+  }
+  // Whether [p, p + len) lies inside one region.
+  bool contains(const void* p, uint64_t len) const {
+    const auto* b = static_cast<const uint8_t*>(p);
+    for (const Region& r : regions_)
+      if (b >= r.host && len <= r.size && b - r.host <= static_cast<ptrdiff_t>(r.size - len))
+        return true;
+    return false;
+  }
+
+ private:
+  struct Region {
+    uint64_t gpa;
+    uint64_t size;
+    uint8_t* host;
+    void* mapping;
+    uint64_t mapping_len;
+  };
+  std::vector<Region> regions_;
+  GuestMemory table_;
+};
+
+// The harnesses' encoding, to let the fuzzer build valid chains easily: a descriptor whose flags
+// have bit 15 set (no meaning in virtio) has its address taken as an offset into `region`; the
+// bit is cleared. Any other descriptor keeps its raw address (mostly outside guest memory).
+inline void relocate_descs(uint8_t* table, uint32_t count, const GuardedMemory& memory,
+                           size_t region) {
+  for (uint32_t i = 0; i < count; ++i) {
+    uint8_t* d = table + 16ull * i;
+    uint16_t flags;
+    std::memcpy(&flags, d + 12, 2);
+    if (!(flags & 0x8000)) continue;
+    uint64_t addr;
+    std::memcpy(&addr, d, 8);
+    addr = memory.gpa(region) + addr % memory.size(region);
+    flags &= 0x7fff;
+    std::memcpy(d, &addr, 8);
+    std::memcpy(d + 12, &flags, 2);
+  }
+}
+
+// A 64-bit FNV-1a hash, to see whether memory changed.
+inline uint64_t hash_bytes(const uint8_t* p, uint64_t len) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint64_t i = 0; i < len; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+// Stops the fuzzer with a message when an invariant fails: a finding, like a crash.
+#define VQS_FUZZ_CHECK(cond)                                                             \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      std::fprintf(stderr, "invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
+      std::abort();                                                                      \
+    }                                                                                    \
+  } while (0)
+
+}  // namespace vqs::fuzz

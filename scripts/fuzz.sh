@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses (fuzz/, clang with ASan+UBSan, in build-fuzz/) and runs them.
+#   scripts/fuzz.sh --smoke            each harness for 1,000,000 executions (a few minutes in all)
+#   scripts/fuzz.sh --long [SECONDS]   each harness for SECONDS (default 600)
+#   scripts/fuzz.sh --one NAME --build DIR --runs N | --seconds S    one harness (meson's fuzz suite)
+# Every run first replays fuzz/regressions/NAME (inputs that once failed), then fuzzes from the
+# seeds in fuzz/corpus/NAME (config_fuzz: also config/*.yaml) in a scratch corpus. One line per
+# harness: "NAME execs=N crashes=N cov=N secs=N"; a crash's input is kept under
+# build-fuzz/fuzz-artifacts/ (add it to fuzz/regressions/NAME once fixed). Exit 1 on any crash.
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+readonly kHarnesses=(desc_chain_fuzz datapath_fuzz config_fuzz)
+
+run_one() {  # NAME BUILD_DIR LIMIT_OPTION
+  local name=$1 build=$2 limit=$3
+  local bin="$build/fuzz/$name" work artifacts
+  [ -x "$bin" ] || { echo "$name: not built ($bin)"; return 1; }
+  work=$(mktemp -d "${TMPDIR:-/tmp}/vqs-fuzz-$name.XXXXXX")
+  artifacts="$build/fuzz-artifacts/$name"
+  mkdir -p "$work/corpus" "$artifacts"
+  local seeds=("$top/fuzz/corpus/$name")
+  [ "$name" = config_fuzz ] && seeds+=("$top/config")
+  local start crashes=0 rc=0
+  start=$(date +%s)
+  # Inputs that failed once: replayed as they are.
+  if compgen -G "$top/fuzz/regressions/$name/*" >/dev/null; then
+    "$bin" "$top/fuzz/regressions/$name"/* >"$work/regressions.log" 2>&1 || {
+      crashes=$((crashes + 1))
+      tail -n 20 "$work/regressions.log"
+    }
+  fi
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    "$bin" "$limit" -print_final_stats=1 -artifact_prefix="$artifacts/" -rss_limit_mb=4096 \
+    "$work/corpus" "${seeds[@]}" >"$work/fuzz.log" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    crashes=$((crashes + 1))
+    grep -E "ERROR|invariant|runtime error|SUMMARY" "$work/fuzz.log" | head -n 10
+  fi
+  local execs cov
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/fuzz.log" | tail -n 1)
+  cov=$(grep -oE 'cov: [0-9]+' "$work/fuzz.log" | tail -n 1 | cut -d' ' -f2)
+  echo "$name execs=${execs:-0} crashes=$crashes cov=${cov:-0} secs=$(($(date +%s) - start))"
+  rm -rf "$work"
+  [ "$crashes" -eq 0 ]
+}
+
+build_fuzz() {  # BUILD_DIR
+  local dir=$1
+  "$top/scripts/setup.sh" >/dev/null
+  if [ ! -f "$dir/build.ninja" ]; then
+    CC=clang-14 CXX=clang++-14 meson setup "$dir" -Dfuzz=true -Dtests=false \
+      -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+  fi
+  ninja -C "$dir" >/dev/null
+}
+
+mode=${1:-}
+case "$mode" in
+  --one)
+    name=$2 build=$4 limit_kind=$5 limit=$6
+    [ "$limit_kind" = --runs ] && run_one "$name" "$build" "-runs=$limit" ||
+      run_one "$name" "$build" "-max_total_time=$limit"
+    ;;
+  --smoke | --long)
+    build="$top/build-fuzz"
+    build_fuzz "$build"
+    limit="-runs=1000000"
+    [ "$mode" = --long ] && limit="-max_total_time=${2:-600}"
+    status=0
+    # Two at a time: two CPUs.
+    outs=()
+    for name in "${kHarnesses[@]}"; do
+      out=$(mktemp)
+      outs+=("$out")
+      run_one "$name" "$build" "$limit" >"$out" 2>&1 &
+      while [ "$(jobs -rp | wc -l)" -ge 2 ]; do sleep 1; done
+    done
+    wait || true
+    for out in "${outs[@]}"; do
+      cat "$out"
+      grep -q ' crashes=0 ' "$out" || status=1
+      rm -f "$out"
+    done
+    exit $status
+    ;;
+  *)
+    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac

@@ -89,8 +89,10 @@ class RawGuest {
   // Posts `count` TX packets of `len` bytes (after the 12-byte header), each in its own buffer
   // at a fixed guest address per descriptor; returns once they are published.
   void send(uint16_t count, uint32_t len);
-  // Used entries the device returned on the TX ring so far.
+  // Used entries the device returned on the TX ring so far, and the chains posted and not yet
+  // returned.
   uint16_t tx_used() const;
+  uint16_t tx_outstanding() const { return static_cast<uint16_t>(tx_avail_ - tx_used()); }
   // A fresh eventfd for `request` (SET_VRING_CALL or KICK) on `index`, NEED_REPLY; returns the
   // reply's u64 (0: success).
   uint64_t replace_vring_fd(uint32_t request, uint32_t index);

@@ -1,0 +1,148 @@
+// Soak: a guest that rewrites its rings while the device serves them. A second thread keeps
+// overwriting descriptors, avail entries, the avail index and the buffers (headers included)
+// with random bytes, as a hostile guest's other vCPU may, during 10^6 bursts in each direction,
+// zero-copy on and off. Nothing may crash or touch memory outside the guest (the ASan build checks
+// that part), a queue whose guest corrupted its avail index is set up again as a frontend would
+// after a reset, and once every mbuf is freed and every lent chain reaped the pool is full.
+#include <rte_mbuf.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "datapath_fixture.h"
+#include "zero_copy_tracker.h"
+
+using namespace vqs;
+using namespace vqs::test;
+
+namespace {
+
+constexpr uint16_t kRing = 64;
+constexpr int kBursts = 1000000;
+
+// Random rewrites of a queue's rings and of the buffer memory, until stopped. Plain stores, as a
+// guest's are: the device copies each value once before it checks and uses it.
+void mutate(SimGuest& tx, SimGuest& rx, uint8_t* buffers, uint64_t buffer_bytes,
+            const std::atomic<bool>& stop) {
+  std::mt19937_64 rng(42);
+  SimGuest* guests[2] = {&tx, &rx};
+  const uint64_t buffer_gpa = tx.memory().region_start(0);
+  while (!stop.load(std::memory_order_relaxed)) {
+    SimGuest& g = *guests[rng() & 1];
+    const VirtQueue::Setup s = g.setup();
+    const uint64_t r = rng();
+    switch (r % 4) {
+      case 0: {  // a descriptor: mostly inside the buffers, sometimes anything
+        VringDesc d;
+        d.addr = (r >> 8) % 8 == 0 ? rng() : buffer_gpa + rng() % buffer_bytes;
+        d.len = static_cast<uint32_t>((r >> 16) % 8 == 0 ? rng() : rng() % 4096);
+        d.flags = static_cast<uint16_t>(rng() & 0x7);
+        d.next = static_cast<uint16_t>(rng() % (kRing + 2));
+        std::memcpy(&s.addrs.desc[rng() % kRing], &d, sizeof(d));
+        break;
+      }
+      case 1:  // an avail entry
+        __atomic_store_n(&s.addrs.avail->ring[rng() % kRing],
+                         static_cast<uint16_t>(rng() % (kRing + 2)), __ATOMIC_RELAXED);
+        break;
+      case 2: {  // the avail index: mostly a plausible number of entries ahead of used
+        const uint16_t used = __atomic_load_n(&s.addrs.used->idx, __ATOMIC_RELAXED);
+        const uint16_t idx = (r >> 8) % 16 == 0 ? static_cast<uint16_t>(rng())
+                                                : static_cast<uint16_t>(used + rng() % (kRing + 1));
+        __atomic_store_n(&s.addrs.avail->idx, idx, __ATOMIC_RELEASE);
+        break;
+      }
+      default: {  // buffer bytes: headers and packets
+        const uint64_t at = rng() % (buffer_bytes - 8);
+        const uint64_t v = rng();
+        std::memcpy(buffers + at, &v, sizeof(v));
+        break;
+      }
+    }
+  }
+}
+
+// A queue the guest broke (avail index beyond the ring) or left: set up again from where the
+// guest's indices stand, as after a device reset.
+void restart_if_broken(VirtQueue& q, SimGuest& g, ZeroCopyTracker* zero_copy) {
+  if (q.ready()) return;
+  q.stop();
+  VirtQueue::Setup s = g.setup();
+  s.last_avail_idx = s.last_used_idx = __atomic_load_n(&s.addrs.used->idx, __ATOMIC_RELAXED);
+  if (zero_copy != nullptr) {
+    zero_copy->orphan_lent();  // lent chains of the old session go back to no ring
+    s.zero_copy = zero_copy;
+  }
+  REQUIRE(q.start(s));
+}
+
+}  // namespace
+
+TEST_CASE("soak: a guest rewriting its rings during 10^6 bursts each way") {
+  for (const bool zero_copy : {false, true}) {
+    INFO("zero-copy " << zero_copy);
+    rte_mempool* pool = small_pool(2047);
+    {
+      Device dev(kModernFeatures | bit(kNetFMrgRxbuf) | bit(kRingFIndirectDesc) |
+                     bit(kRingFEventIdx),
+                 kRing);
+      ZeroCopyTracker tracker;
+      ZeroCopyTracker* zc = zero_copy ? &tracker : nullptr;
+      if (zc != nullptr) {
+        tracker.start(kRing);
+        dev.txq.stop();
+        VirtQueue::Setup s = dev.tx.setup();
+        s.zero_copy = zc;
+        s.zero_copy_min_len = 256;
+        REQUIRE(dev.txq.start(s));
+      }
+      const uint64_t buffer_bytes = 64 << 10;
+      uint8_t* buffers = dev.mem.host(dev.mem.region_start(0), buffer_bytes);
+      std::atomic<bool> stop{false};
+      std::thread guest(mutate, std::ref(dev.tx), std::ref(dev.rx), buffers, buffer_bytes,
+                        std::cref(stop));
+      std::mt19937 rng(7);
+      std::vector<rte_mbuf*> held;
+      rte_mbuf* pkts[32];
+      uint64_t moved = 0;
+      for (int i = 0; i < kBursts; ++i) {
+        restart_if_broken(dev.txq, dev.tx, zc);
+        restart_if_broken(dev.rxq, dev.rx, nullptr);
+        const BurstResult got = dequeue_burst(dev.txq, pool, pkts, 32, 1u << 20);
+        held.insert(held.end(), pkts, pkts + got.packets);
+        moved += got.packets;
+        if (!held.empty()) {
+          // Some go to the guest's RX ring, some are freed out of order (lent chains complete
+          // in any order), the rest wait.
+          const uint16_t n = static_cast<uint16_t>(std::min<size_t>(held.size(), rng() % 33));
+          const BurstResult sent = enqueue_burst(dev.rxq, held.data(), n);
+          rte_pktmbuf_free_bulk(held.data(), sent.packets);
+          held.erase(held.begin(), held.begin() + sent.packets);
+          if (!held.empty() && rng() % 2 == 0) {
+            const size_t k = rng() % held.size();
+            rte_pktmbuf_free(held[k]);
+            held.erase(held.begin() + static_cast<ptrdiff_t>(k));
+          }
+          if (held.size() > 512) {
+            rte_pktmbuf_free_bulk(held.data(), static_cast<unsigned>(held.size()));
+            held.clear();
+          }
+        }
+      }
+      stop = true;
+      guest.join();
+      for (rte_mbuf* m : held) rte_pktmbuf_free(m);
+      dev.txq.stop();
+      dev.rxq.stop();
+      tracker.reap_orphans_only();
+      CHECK(tracker.in_flight() == 0);
+      INFO("packets dequeued " << moved);
+      CHECK(moved > 0);
+    }
+    CHECK(rte_mempool_avail_count(pool) == pool->size);
+    rte_mempool_free(pool);
+  }
+}

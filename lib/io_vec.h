@@ -61,7 +61,9 @@ class IoVecCursor {
   uint32_t write(const void* src, uint32_t n) {
     const auto* s = static_cast<const uint8_t*>(src);
     return move(n, [&s](uint8_t* p, uint32_t k) {
-      std::memcpy(p, s, k);
+      // memmove: the source may be guest memory too (a lent packet's segments), and a hostile
+      // guest may post receive buffers that overlap it (found by the soak test, ASan build).
+      std::memmove(p, s, k);
       s += k;
     });
   }

@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdio>
 
@@ -260,7 +260,8 @@ TEST_CASE("soak: a frontend storming ring-changing messages for 60 s beside a wo
       rte_mbuf* pkts[32];
       rte_pktmbuf_free_bulk(pkts, rte_eth_rx_burst(stormed.port(), 0, pkts, 32));
       // The quiet guest's traffic.
-      quiet_sent += send_all(guest.port(), 0, {make_packet(200, static_cast<uint32_t>(quiet_sent))});
+      quiet_sent +=
+          send_all(guest.port(), 0, {make_packet(200, static_cast<uint32_t>(quiet_sent))});
       const uint16_t n = rte_eth_rx_burst(quiet.port(), 0, pkts, 32);
       quiet_received += n;
       rte_pktmbuf_free_bulk(pkts, n);
@@ -268,8 +269,7 @@ TEST_CASE("soak: a frontend storming ring-changing messages for 60 s beside a wo
     }
     INFO("SET_VRING_CALL " << calls << ", SET_MEM_TABLE " << tables << ", probes " << probes
                            << ", slowest probe " << slowest_probe_ms << " ms, quiet guest "
-                           << quiet_received << "/" << quiet_sent << ", storm sent "
-                           << storm_sent);
+                           << quiet_received << "/" << quiet_sent << ", storm sent " << storm_sent);
     CHECK(slowest_probe_ms < 100.0);
     CHECK(calls > 10000);
     CHECK(quiet_received + 64 >= quiet_sent);  // at most what is still in flight

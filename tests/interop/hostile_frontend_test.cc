@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cinttypes>
 #include <cstdint>
 #include <cstdio>
 
@@ -270,6 +271,10 @@ TEST_CASE("soak: a frontend storming ring-changing messages for 60 s beside a wo
     INFO("SET_VRING_CALL " << calls << ", SET_MEM_TABLE " << tables << ", probes " << probes
                            << ", slowest probe " << slowest_probe_ms << " ms, quiet guest "
                            << quiet_received << "/" << quiet_sent << ", storm sent " << storm_sent);
+    std::printf("storm: %" PRIu64 " SET_VRING_CALL, %" PRIu64 " SET_MEM_TABLE, %" PRIu64
+                " probes (slowest %.1f ms), quiet guest %" PRIu64 "/%" PRIu64
+                " received, storming guest sent %" PRIu64 "\n",
+                calls, tables, probes, slowest_probe_ms, quiet_received, quiet_sent, storm_sent);
     CHECK(slowest_probe_ms < 100.0);
     CHECK(calls > 10000);
     CHECK(quiet_received + 64 >= quiet_sent);  // at most what is still in flight

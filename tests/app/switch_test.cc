@@ -49,6 +49,20 @@ class Pool {
   rte_mempool* pool_;
 };
 
+// An EthdevPort "nic" on the net_ring device created by rte_eth_from_rings(`name`, ...).
+std::unique_ptr<EthdevPort> ring_ethdev_port(const std::string& name, rte_mempool* pool) {
+  PortConfig config;
+  config.name = "nic";
+  config.type = PortType::kEthdev;
+  config.device = "net_ring_" + name;
+  config.rx_descriptors = config.tx_descriptors = 64;
+  std::string error;
+  auto port = EthdevPort::create(config, 0, 1, 32, false, pool, &error);
+  INFO(error);
+  REQUIRE(port != nullptr);
+  return port;
+}
+
 TxBufferSet one_output(Port* port, uint32_t retries_max = 8, uint16_t burst = 32) {
   TxBufferSet::Output out;
   out.port = port;
@@ -525,15 +539,7 @@ TEST_CASE("lent guest buffers toward a port that DMAs: copied unless they carry 
   REQUIRE((rx != nullptr && tx != nullptr));
   REQUIRE(rte_eth_from_rings("lent", &rx, 1, &tx, 1, SOCKET_ID_ANY) >= 0);
   {
-    PortConfig config;
-    config.name = "nic";
-    config.type = PortType::kEthdev;
-    config.device = "net_ring_lent";
-    config.rx_descriptors = config.tx_descriptors = 64;
-    std::string error;
-    auto port = EthdevPort::create(config, 0, 1, 32, false, pool.get(), &error);
-    INFO(error);
-    REQUIRE(port != nullptr);
+    auto port = ring_ethdev_port("lent", pool.get());
     CHECK_FALSE(port->dma());  // a vdev: as they are
     CHECK(port->multi_segs());
     CHECK(port->lent() == LentPolicy::kAsIs);
@@ -598,15 +604,7 @@ TEST_CASE("tx_prepare refusing packet i drops packet i only, counted; the rest a
   REQUIRE(port_id >= 0);
   give_tx_offloads(static_cast<uint16_t>(port_id));
   {
-    PortConfig config;
-    config.name = "nic";
-    config.type = PortType::kEthdev;
-    config.device = "net_ring_prep";
-    config.rx_descriptors = config.tx_descriptors = 64;
-    std::string error;
-    auto port = EthdevPort::create(config, 0, 1, 32, false, pool.get(), &error);
-    INFO(error);
-    REQUIRE(port != nullptr);
+    auto port = ring_ethdev_port("prep", pool.get());
     // Checksum requests the device takes: rte_eth_tx_prepare runs on the burst.
     const uint16_t lens[] = {
         100, kRefusedByTxPrepareLen, 101, 102, kRefusedByTxPrepareLen, kRefusedByTxPrepareLen, 103};

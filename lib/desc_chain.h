@@ -101,11 +101,11 @@ class DescChainReader {
   // the descriptor and translated within guest memory; false when there is nothing to fetch.
   bool first_buffer_lines(uint16_t head, uint32_t bytes, uintptr_t* first, uintptr_t* last) const {
     if (head >= ring_size_) return false;
+    // One read of guest memory: a length the guest rewrote between two reads would not pass
+    // the clip below.
     VringDesc d;
     std::memcpy(&d, &table_[head], sizeof(d));
-    asm volatile("" ::
-                     : "memory");  // one read of guest memory: a length the guest rewrites
-                                   // between two reads could not then pass the clip below
+    asm volatile("" ::: "memory");
     if (d.flags & kVringDescFIndirect) return false;
     const uint32_t len = d.len < bytes ? d.len : bytes;
     const uint8_t* p = len != 0 ? memory_->translate(d.addr, len) : nullptr;

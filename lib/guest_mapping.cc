@@ -30,8 +30,9 @@ bool region_fits_file(int fd, uint64_t offset, uint64_t size, std::string* why) 
   }
   const auto file_size = static_cast<uint64_t>(st.st_size);
   if (offset > file_size || size > file_size - offset) {
-    *why = "it ends at byte " + std::to_string(offset + size) + " of a file of " +
-           std::to_string(file_size) + " bytes";
+    // Offset and size apart: their sum may wrap (the frontend chose both).
+    *why = "it takes " + std::to_string(size) + " bytes from offset " + std::to_string(offset) +
+           " of a file of " + std::to_string(file_size) + " bytes";
     return false;
   }
   return true;

@@ -168,12 +168,13 @@ enum rte_vhost_msg_result message_hook(int vid, void* msg) {
   std::memcpy(&head, msg, sizeof(head));
   return with_device(vid, [&](VhostDevice* d) {
     uint64_t reply = 0;
-    // Refused before the device suspends for it: the table in use stays (librte_vhost keeps
-    // it), and without REPLY_ACK librte_vhost closes the connection.
+    // A second frontend: its message fails (without NEED_REPLY librte_vhost then closes it).
     if (!kAfter && d != nullptr && !d->admit(vid)) {
       close_message_fds(msg);
-      return RTE_VHOST_MSG_RESULT_ERR;  // without NEED_REPLY librte_vhost closes the connection
+      return RTE_VHOST_MSG_RESULT_ERR;
     }
+    // Refused before the device suspends for it: the table in use stays (librte_vhost keeps
+    // it), and without REPLY_ACK librte_vhost closes the connection.
     if (!kAfter && head.request == kSetMemTable && d != nullptr &&
         !mem_table_fits_files(d->path(), msg)) {
       d->count_refused_memory_table();

@@ -191,13 +191,18 @@ bool complete_tx_checksum(rte_mbuf* m) {
     mbuf_write(m, field, &csum, sizeof(csum));
   }
   if (ol & RTE_MBUF_F_TX_IP_CKSUM) {
-    rte_ipv4_hdr ip;
-    const void* h = rte_pktmbuf_read(m, l3_off, sizeof(ip), &ip);
+    // The whole header, options included, as its IHL says.
+    uint8_t copy[60];
+    const auto* first = static_cast<const uint8_t*>(rte_pktmbuf_read(m, l3_off, 1, copy));
+    if (first == nullptr) return false;
+    const uint32_t ihl = (*first & 0xf) * 4u;
+    const void* h = ihl < sizeof(rte_ipv4_hdr) ? nullptr : rte_pktmbuf_read(m, l3_off, ihl, copy);
     if (h == nullptr) return false;
-    ip = *static_cast<const rte_ipv4_hdr*>(h);
-    ip.hdr_checksum = 0;
-    const uint16_t ip_csum = rte_ipv4_cksum(&ip);
-    mbuf_write(m, l3_off + offsetof(rte_ipv4_hdr, hdr_checksum), &ip_csum, sizeof(ip_csum));
+    uint8_t ip[60];
+    std::memcpy(ip, h, ihl);
+    std::memset(ip + kIpv4CsumOffset, 0, 2);
+    const uint16_t ip_csum = static_cast<uint16_t>(~rte_raw_cksum(ip, ihl));
+    mbuf_write(m, l3_off + kIpv4CsumOffset, &ip_csum, sizeof(ip_csum));
   }
   m->ol_flags = ol & ~(RTE_MBUF_F_TX_L4_MASK | RTE_MBUF_F_TX_IP_CKSUM);
   return true;

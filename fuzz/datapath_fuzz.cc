@@ -28,6 +28,8 @@
 
 using namespace vqs;
 using vqs::fuzz::GuardedMemory;
+using vqs::fuzz::place_rings;
+using vqs::fuzz::Rings;
 
 namespace {
 
@@ -36,25 +38,6 @@ constexpr unsigned kPoolSize = 8191;
 
 constexpr uint64_t kBufferBytes = 32 << 10;
 constexpr uint64_t kRingRegionBytes = 64 << 10;  // the largest ring (1024) takes 28 KiB
-
-// One queue's rings in their own region: descriptor table and avail ring at the start, the used
-// ring (4-byte aligned) flush against the region's end guard.
-struct Rings {
-  VringDesc* desc;
-  VringAvail* avail;
-  VringUsed* used;
-  uint64_t desc_avail_bytes;
-};
-
-Rings place_rings(const GuardedMemory& memory, size_t region, uint16_t n) {
-  Rings r;
-  r.desc = reinterpret_cast<VringDesc*>(memory.host(region));
-  r.avail = reinterpret_cast<VringAvail*>(memory.host(region) + 16ull * n);
-  r.desc_avail_bytes = 16ull * n + 6 + 2ull * n;
-  const uint64_t used_bytes = (6 + 8ull * n + 3) / 4 * 4;
-  r.used = reinterpret_cast<VringUsed*>(memory.tail(region, used_bytes));
-  return r;
-}
 
 void fill(FuzzedDataProvider& in, uint8_t* p, uint64_t len) {
   const std::vector<uint8_t> bytes = in.ConsumeBytes<uint8_t>(len);
@@ -92,9 +75,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider ops(script.data(), script.size());
 
   static GuardedMemory memory({kRingRegionBytes, kRingRegionBytes, kBufferBytes});
-  for (size_t r = 0; r < 3; ++r) std::memset(memory.host(r), 0, memory.size(r));
   const Rings tx = place_rings(memory, 0, n);
   const Rings rx = place_rings(memory, 1, n);
+  // Cleared where this input's rings lie (the rest of their regions is never read), and the
+  // buffers.
+  for (const Rings& r : {tx, rx}) {
+    std::memset(r.desc, 0, r.desc_avail_bytes);
+    std::memset(r.used, 0, 6 + 8ull * n);
+  }
+  std::memset(memory.host(2), 0, memory.size(2));
   fill(in, reinterpret_cast<uint8_t*>(tx.desc), tx.desc_avail_bytes);
   fill(in, reinterpret_cast<uint8_t*>(rx.desc), rx.desc_avail_bytes);
   fuzz::relocate_descs(reinterpret_cast<uint8_t*>(tx.desc), n, memory, 2);
@@ -119,16 +108,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   setup.zero_copy = nullptr;
   if (!rxq.start(setup)) std::abort();
 
-  // What only the guest and enqueue may write: buffers, descriptor tables, avail rings.
-  auto guest_side = [&] {
-    std::vector<uint8_t> bytes(memory.host(2), memory.host(2) + memory.size(2));
-    const auto* t = reinterpret_cast<const uint8_t*>(tx.desc);
-    const auto* r = reinterpret_cast<const uint8_t*>(rx.desc);
-    bytes.insert(bytes.end(), t, t + tx.desc_avail_bytes);
-    bytes.insert(bytes.end(), r, r + rx.desc_avail_bytes);
-    return bytes;
+  // What only the guest and enqueue may write: buffers, descriptor tables, avail rings. Kept as
+  // a snapshot (static: no allocation per input) and compared after every operation.
+  const std::pair<const uint8_t*, uint64_t> guest_side[] = {
+      {memory.host(2), memory.size(2)},
+      {reinterpret_cast<const uint8_t*>(tx.desc), tx.desc_avail_bytes},
+      {reinterpret_cast<const uint8_t*>(rx.desc), rx.desc_avail_bytes}};
+  static std::vector<uint8_t> snapshot(kBufferBytes + 2 * kRingRegionBytes);
+  auto take_snapshot = [&] {
+    uint8_t* to = snapshot.data();
+    for (const auto& [from, len] : guest_side)
+      to = static_cast<uint8_t*>(std::memcpy(to, from, len)) + len;
   };
-  std::vector<uint8_t> expected = guest_side();
+  auto snapshot_matches = [&] {
+    const uint8_t* was = snapshot.data();
+    for (const auto& [now, len] : guest_side) {
+      if (std::memcmp(was, now, len) != 0) return false;
+      was += len;
+    }
+    return true;
+  };
+  take_snapshot();
   std::vector<rte_mbuf*> held;
   rte_mbuf* burst[1024];
   for (int op = 0; op < 24 && ops.remaining_bytes() > 0; ++op) {
@@ -168,7 +168,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         VQS_FUZZ_CHECK(r.packets <= count);
         rte_pktmbuf_free_bulk(held.data(), r.packets);
         held.erase(held.begin(), held.begin() + r.packets);
-        expected = guest_side();
+        take_snapshot();
         break;
       }
       case 4: {  // the guest rewrites part of its memory, as it may at any time
@@ -177,17 +177,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             std::min<uint64_t>(ops.ConsumeIntegralInRange<uint64_t>(1, 512), memory.size(region));
         const uint64_t at = ops.ConsumeIntegralInRange<uint64_t>(0, memory.size(region) - len);
         fill(in, memory.host(region) + at, len);
-        expected = guest_side();
+        take_snapshot();
         break;
       }
       case 5: {  // the guest posts more: avail index moves (any value: a corrupt one included)
         const uint16_t idx = ops.ConsumeIntegral<uint16_t>();
         (ops.ConsumeBool() ? tx : rx).avail->idx = idx;
-        expected = guest_side();
+        take_snapshot();
         break;
       }
     }
-    VQS_FUZZ_CHECK(guest_side() == expected);
+    VQS_FUZZ_CHECK(snapshot_matches());
   }
   for (rte_mbuf* m : held) rte_pktmbuf_free(m);
   txq.stop();

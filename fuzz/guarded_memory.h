@@ -7,12 +7,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "guest_memory.h"
+#include "vring.h"
 
 namespace vqs::fuzz {
 
@@ -23,26 +25,47 @@ class GuardedMemory {
   static constexpr uint64_t kBase = 0x10000;
   static constexpr uint64_t kSpacing = 0x1000000;
 
-  explicit GuardedMemory(const std::vector<uint64_t>& sizes) {
+  // Regions listed in `read_only` are mapped read-only where the datapath sees them (the table),
+  // and a second, writable view of the same pages (writable()) lets the harness fill them: a
+  // write through the table faults, without an mprotect per input (each one a TLB shootdown
+  // across the EAL's threads).
+  explicit GuardedMemory(const std::vector<uint64_t>& sizes,
+                         const std::vector<size_t>& read_only = {}) {
     const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
     for (size_t i = 0; i < sizes.size(); ++i) {
       const uint64_t len = (sizes[i] + page - 1) / page * page;
       void* all = mmap(nullptr, len + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (all == MAP_FAILED) std::abort();
       uint8_t* host = static_cast<uint8_t*>(all) + page;
-      if (mprotect(host, len, PROT_READ | PROT_WRITE) != 0) std::abort();
-      regions_.push_back({kBase + i * kSpacing, len, host, all, len + 2 * page});
+      uint8_t* writable = host;
+      if (std::find(read_only.begin(), read_only.end(), i) != read_only.end()) {
+        const int fd = memfd_create("guarded", 0);
+        if (fd < 0 || ftruncate(fd, static_cast<off_t>(len)) != 0) std::abort();
+        if (mmap(host, len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) std::abort();
+        void* alias = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (alias == MAP_FAILED) std::abort();
+        close(fd);
+        writable = static_cast<uint8_t*>(alias);
+      } else if (mprotect(host, len, PROT_READ | PROT_WRITE) != 0) {
+        std::abort();
+      }
+      regions_.push_back({kBase + i * kSpacing, len, host, writable, all, len + 2 * page});
       if (!table_.add_region(kBase + i * kSpacing, len, host)) std::abort();
     }
   }
   ~GuardedMemory() {
-    for (const Region& r : regions_) munmap(r.mapping, r.mapping_len);
+    for (const Region& r : regions_) {
+      if (r.writable != r.host) munmap(r.writable, r.size);
+      munmap(r.mapping, r.mapping_len);
+    }
   }
   GuardedMemory(const GuardedMemory&) = delete;
   GuardedMemory& operator=(const GuardedMemory&) = delete;
 
   const GuestMemory& table() const { return table_; }
   uint8_t* host(size_t region) const { return regions_[region].host; }
+  // Where the harness writes a read-only region (host() for the others).
+  uint8_t* writable(size_t region) const { return regions_[region].writable; }
   uint64_t gpa(size_t region) const { return regions_[region].gpa; }
   uint64_t size(size_t region) const { return regions_[region].size; }
   // The last `len` bytes of a region (flush against its end guard), and their guest address.
@@ -66,12 +89,32 @@ class GuardedMemory {
     uint64_t gpa;
     uint64_t size;
     uint8_t* host;
+    uint8_t* writable;
     void* mapping;
     uint64_t mapping_len;
   };
   std::vector<Region> regions_;
   GuestMemory table_;
 };
+
+// One queue's rings in their own region: descriptor table and avail ring at the start, the used
+// ring (4-byte aligned) flush against the region's end guard.
+struct Rings {
+  VringDesc* desc;
+  VringAvail* avail;
+  VringUsed* used;
+  uint64_t desc_avail_bytes;
+};
+
+inline Rings place_rings(const GuardedMemory& memory, size_t region, uint16_t n) {
+  Rings r;
+  r.desc = reinterpret_cast<VringDesc*>(memory.host(region));
+  r.avail = reinterpret_cast<VringAvail*>(memory.host(region) + 16ull * n);
+  r.desc_avail_bytes = 16ull * n + 6 + 2ull * n;
+  const uint64_t used_bytes = (6 + 8ull * n + 3) / 4 * 4;
+  r.used = reinterpret_cast<VringUsed*>(memory.tail(region, used_bytes));
+  return r;
+}
 
 // The harnesses' encoding, to let the fuzzer build valid chains easily: a descriptor whose flags
 // have bit 15 set (no meaning in virtio) has its address taken as an offset into `region`; the

@@ -10,7 +10,7 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-readonly kHarnesses=(desc_chain_fuzz datapath_fuzz config_fuzz)
+readonly kHarnesses=(desc_chain_fuzz datapath_fuzz offload_fuzz config_fuzz)
 
 run_one() {  # NAME BUILD_DIR LIMIT_OPTION
   local name=$1 build=$2 limit=$3

@@ -202,20 +202,6 @@ TEST_CASE("ring-changing messages while chains are lent: answered at once, memor
   CHECK(guest.tx_used() == 9);
 }
 
-namespace {
-
-int mapping_count() {
-  FILE* maps = std::fopen("/proc/self/maps", "r");
-  REQUIRE(maps != nullptr);
-  int lines = 0;
-  for (int c; (c = std::fgetc(maps)) != EOF;)
-    if (c == '\n') ++lines;
-  std::fclose(maps);
-  return lines;
-}
-
-}  // namespace
-
 // Issue 16, soak: a frontend repeating SET_VRING_CALL every millisecond and SET_MEM_TABLE (the same
 // table) every 100 ms for 60 s, its guest sending all the while, next to a virtio_user guest whose
 // traffic must not stop, and a third port whose new frontend must be answered within 100 ms

@@ -58,6 +58,18 @@ void stop_vdev_port(uint16_t port, const std::string& name) {
   CHECK(rte_vdev_uninit(name.c_str()) == 0);
 }
 
+int mapping_count() {
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  REQUIRE(maps != nullptr);
+  int count = 0;
+  char line[4096];
+  while (std::fgets(line, sizeof(line), maps) != nullptr)
+    if (std::strstr(line, "/dev/hugepages") != nullptr || std::strstr(line, "/memfd:") != nullptr)
+      ++count;
+  std::fclose(maps);
+  return count;
+}
+
 bool wait_link(uint16_t port, bool up, int timeout_ms) {
   const uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz() * timeout_ms / 1000;
   while (rte_get_timer_cycles() < end) {

@@ -64,6 +64,9 @@ void free_all(const std::vector<rte_mbuf*>& pkts);
 
 // An xstat of `port` by name (the test fails if it does not exist).
 uint64_t xstat(uint16_t port, const std::string& name);
+// Mappings of hugepage files and memfds in /proc/self/maps, what guest memory is mapped from (the
+// rest moves with the heap).
+int mapping_count();
 // Whether every mbuf of interop_pool() is back.
 bool pool_full();
 

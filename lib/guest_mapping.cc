@@ -28,6 +28,11 @@ bool region_fits_file(int fd, uint64_t offset, uint64_t size, std::string* why) 
     *why = "its fd is not a regular file";
     return false;
   }
+  if (size == 0) {
+    // Nothing to map: librte_vhost 22.11 fails such a region and leaks its fd.
+    *why = "it is empty";
+    return false;
+  }
   const auto file_size = static_cast<uint64_t>(st.st_size);
   if (offset > file_size || size > file_size - offset) {
     // Offset and size apart: their sum may wrap (the frontend chose both).

@@ -109,6 +109,15 @@ TEST_CASE("guest mapping: a region whose file is shorter than it is refused") {
   mapping->release();
 }
 
+TEST_CASE("guest mapping: an empty region is refused, wherever it points") {
+  MemfdRegions regions(1);
+  std::string why;
+  CHECK_FALSE(region_fits_file(regions.get()[0].fd, 0, 0, &why));
+  CHECK(why == "it is empty");
+  CHECK_FALSE(region_fits_file(regions.get()[0].fd, 4096, 0, &why));
+  CHECK(region_fits_file(regions.get()[0].fd, 0, 4096, &why));
+}
+
 TEST_CASE("guest mapping: a region the registrar refuses leaves the memory usable, not dma_ready") {
   MemfdRegions regions(3);
   RecordingRegistrar registrar;

@@ -21,6 +21,7 @@
 #include <shared_mutex>
 
 #include "guest_mapping.h"
+#include "vhost_user_request.h"
 #include "virtio_net_hdr.h"
 #include "vring.h"
 
@@ -30,18 +31,17 @@
 namespace vqs {
 namespace {
 
-// vhost-user requests (vhost-user specification) after which ring addresses, guest memory, the
-// kick/call fds or the features may differ: the datapath stays out while they are handled.
+// Requests after which ring addresses, guest memory, the kick/call fds or the features may
+// differ: the datapath stays out while they are handled.
 bool changes_ring_state(uint32_t request) {
-  switch (request) {
-    case 2:   // SET_FEATURES
-    case 5:   // SET_MEM_TABLE
-    case 6:   // SET_LOG_BASE
-    case 8:   // SET_VRING_NUM
-    case 9:   // SET_VRING_ADDR
-    case 10:  // SET_VRING_BASE
-    case 12:  // SET_VRING_KICK
-    case 13:  // SET_VRING_CALL (librte_vhost closes the old callfd we write to)
+  switch (static_cast<VhostUserRequest>(request)) {
+    case VhostUserRequest::kSetFeatures:
+    case VhostUserRequest::kSetMemTable:
+    case VhostUserRequest::kSetVringNum:
+    case VhostUserRequest::kSetVringAddr:
+    case VhostUserRequest::kSetVringBase:
+    case VhostUserRequest::kSetVringKick:
+    case VhostUserRequest::kSetVringCall:  // librte_vhost closes the old callfd we write to
       return true;
     default:
       return false;
@@ -67,8 +67,6 @@ auto with_device(int vid, Fn&& fn) {
   }
   return fn(device);
 }
-
-constexpr uint32_t kGetQueueNum = 17;  // VHOST_USER_GET_QUEUE_NUM
 
 // How long a stopping guest TX vring waits for its lent buffers to come back before the ring's
 // indices are handed over (on librte_vhost's thread, which serves every device: short), and how
@@ -99,7 +97,6 @@ static_assert(offsetof(VhostUserMsgHead, request) == 0 && offsetof(VhostUserMsgH
 // checked against the message before use.
 static_assert(RTE_VER_YEAR == 22 && RTE_VER_MONTH == 11,
               "re-check librte_vhost's vhu_msg_context layout (kMsgFdsOffset) for this DPDK");
-constexpr uint32_t kSetMemTable = 5;  // VHOST_USER_SET_MEM_TABLE
 constexpr uint32_t kMaxMemRegions = 8;
 constexpr size_t kMsgPayloadOffset = 12;
 constexpr size_t kMsgFdsOffset = 644;    // offsetof(vhu_msg_context, fds)
@@ -173,10 +170,19 @@ enum rte_vhost_msg_result message_hook(int vid, void* msg) {
       close_message_fds(msg);
       return RTE_VHOST_MSG_RESULT_ERR;
     }
+    // A request outside what we negotiate (see served_request): failed, as the second
+    // frontend's.
+    if (!kAfter && d != nullptr && !served_request(head.request)) {
+      VQS_LOG(ERR, "%s: vhost-user request %u refused: not served", d->path().c_str(),
+              head.request);
+      close_message_fds(msg);
+      d->count_refused_message();
+      return RTE_VHOST_MSG_RESULT_ERR;
+    }
     // Refused before the device suspends for it: the table in use stays (librte_vhost keeps
     // it), and without REPLY_ACK librte_vhost closes the connection.
-    if (!kAfter && head.request == kSetMemTable && d != nullptr &&
-        !mem_table_fits_files(d->path(), msg)) {
+    if (!kAfter && head.request == static_cast<uint32_t>(VhostUserRequest::kSetMemTable) &&
+        d != nullptr && !mem_table_fits_files(d->path(), msg)) {
       d->count_refused_memory_table();
       return RTE_VHOST_MSG_RESULT_ERR;
     }
@@ -427,6 +433,11 @@ void VhostDevice::on_destroy_connection(int vid) {
   admitted_.erase(vid);
 }
 
+size_t VhostDevice::frontend_connections() {
+  std::lock_guard lock(mutex_);
+  return enabled_by_vid_.size();
+}
+
 bool VhostDevice::admit(int vid) {
   std::lock_guard lock(mutex_);
   if (admitted_.count(vid) != 0) return true;
@@ -574,7 +585,7 @@ bool VhostDevice::on_message(int vid, uint32_t request, bool after, uint64_t* re
   // librte_vhost would announce its own maximum, and a frontend with more queue pairs than we
   // serve would be accepted with the extra ones never polled. Asked before any device exists
   // (QEMU: right after protocol feature negotiation), so for every connection.
-  if (after || request != kGetQueueNum) return false;
+  if (after || request != static_cast<uint32_t>(VhostUserRequest::kGetQueueNum)) return false;
   *reply = queue_pairs();
   return true;
 }

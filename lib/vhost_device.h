@@ -88,6 +88,8 @@ class VhostDevice {
   uint16_t vring_count() const { return static_cast<uint16_t>(2 * options_.queue_pairs); }
   // Guest connected and its device running.
   bool link_up() const { return link_up_.load(std::memory_order_acquire); }
+  // Frontends connected to the socket now, admitted or not (control plane: takes our mutex).
+  size_t frontend_connections();
   uint64_t negotiated_features() const { return features_.load(std::memory_order_acquire); }
 
   // The owner's switch for the whole datapath (the ethdev port started / stopped). Disabling
@@ -150,6 +152,9 @@ class VhostDevice {
   // file (its first touch would raise SIGBUS), or fds that do not match the regions.
   uint64_t refused_memory_tables() const { return refused_memory_tables_.load(); }
   void count_refused_memory_table() { refused_memory_tables_.fetch_add(1); }
+  // vhost-user requests refused as outside what we negotiate (served_request).
+  uint64_t refused_messages() const { return refused_messages_.load(); }
+  void count_refused_message() { refused_messages_.fetch_add(1); }
   // Frontends refused because another one was connected (see admit()).
   uint64_t refused_frontends() const { return refused_frontends_.load(); }
   // At each message: whether connection `vid` may speak. The first connection to send a message
@@ -229,6 +234,7 @@ class VhostDevice {
   std::atomic<bool> link_up_{false};
   std::atomic<uint64_t> unserved_vring_enables_{0};
   std::atomic<uint64_t> refused_memory_tables_{0};
+  std::atomic<uint64_t> refused_messages_{0};
   std::atomic<uint64_t> refused_frontends_{0};
 };
 

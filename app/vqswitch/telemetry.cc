@@ -63,10 +63,12 @@ int ports_command(const char*, const char* params, rte_tel_data* d) {
       add_u64(p, "zerocopy_in_flight", t.zerocopy_in_flight);
       add_u64(p, "zerocopy_wakeups", t.zerocopy_wakeups);
       add_u64(p, "zerocopy_orphans", t.zerocopy_orphans);
-      // What the vhost-user side refused: a second frontend, a memory table past its files.
+      // What the vhost-user side refused: a second frontend, a memory table past its files, a
+      // request outside what we negotiate.
       const vqs::VhostDevice& device = static_cast<const GuestPort&>(port).device();
       add_u64(p, "refused_frontends", device.refused_frontends());
       add_u64(p, "refused_memory_tables", device.refused_memory_tables());
+      add_u64(p, "refused_messages", device.refused_messages());
     } else {
       add_u64(p, "rx_missed", t.rx_missed);
       add_u64(p, "rx_nombuf", t.rx_nombuf);

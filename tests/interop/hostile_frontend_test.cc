@@ -122,6 +122,32 @@ TEST_CASE("a memory table with an empty region is refused and its fd closed") {
   CHECK(open_fd_count() == fds_before);
 }
 
+// librte_vhost 22.11 serves GET_INFLIGHT_FD whatever was negotiated, allocating and clearing
+// num_queues x (a ring's inflight area) bytes: up to tens of GiB for one message (found by
+// fuzz/vhost_message_fuzz: the process grew and stalled). We do not offer INFLIGHT_SHMFD; the
+// request, like every one outside what we negotiate, is refused in our pre-hook and counted.
+TEST_CASE("a request outside what we negotiate (GET_INFLIGHT_FD) is refused, counted") {
+  HostPort host(1);
+  const int fds_before = open_fd_count();
+  {
+    RawFrontend frontend(host.socket());
+    handshake(frontend, false);
+    // mmap_size, mmap_offset, num_queues 2, queue_size 256: a small one, answered before.
+    std::vector<uint8_t> inflight(24, 0);
+    inflight[16] = 2;
+    inflight[19] = 1;
+    frontend.send_payload(kGetInflightFd, 0, inflight);
+    CHECK(frontend.closed_by_peer());
+  }
+  CHECK(xstat_reaches(host.port(), "refused_messages", 1));
+  const uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz();
+  while (open_fd_count() != fds_before && rte_get_timer_cycles() < end) rte_delay_ms(1);
+  CHECK(open_fd_count() == fds_before);
+  // The port serves a real guest afterwards.
+  GuestPort guest(host);
+  CHECK(wait_link(host.port(), true));
+}
+
 // Issue 16, hole 5: a newer frontend used to take the port over from the one being served. It is
 // refused at its first message while the first is connected (and counted); once that one is
 // gone, a frontend is served again.

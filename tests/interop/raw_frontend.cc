@@ -67,6 +67,16 @@ void RawFrontend::send_raw(const void* bytes, size_t len, const int* fds, size_t
   REQUIRE(sendmsg(fd_, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(len));
 }
 
+void RawFrontend::send_payload(uint32_t request, uint32_t flags,
+                               const std::vector<uint8_t>& payload) {
+  std::vector<uint8_t> bytes(kHeaderSize + payload.size());
+  const uint32_t head[3] = {request, vhost_user::kVersion | flags,
+                            static_cast<uint32_t>(payload.size())};
+  std::memcpy(bytes.data(), head, kHeaderSize);
+  if (!payload.empty()) std::memcpy(bytes.data() + kHeaderSize, payload.data(), payload.size());
+  send_raw(bytes.data(), bytes.size(), nullptr, 0);
+}
+
 void RawFrontend::send_vring_state(uint32_t request, uint32_t index, uint32_t num, uint32_t flags) {
   struct [[gnu::packed]] {
     RawMessage head;

@@ -23,6 +23,7 @@ constexpr uint32_t kSetVringEnable = 18;
 constexpr uint32_t kGetProtocolFeatures = 15;
 constexpr uint32_t kSetProtocolFeatures = 16;
 constexpr uint32_t kGetQueueNum = 17;
+constexpr uint32_t kGetInflightFd = 31;
 constexpr uint32_t kVersion = 0x1;
 constexpr uint32_t kReplyFlag = 1u << 2;
 constexpr uint32_t kNeedReply = 1u << 3;
@@ -57,6 +58,8 @@ class RawFrontend {
 
   // A message with no payload, or a u64 one.
   void send_message(uint32_t request, uint32_t flags = 0, bool with_u64 = false, uint64_t u64 = 0);
+  // Any request with the given payload bytes.
+  void send_payload(uint32_t request, uint32_t flags, const std::vector<uint8_t>& payload);
   // SET_MEM_TABLE with the regions' fds (SCM_RIGHTS).
   void send_mem_table(const std::vector<RawRegion>& regions, uint32_t flags = 0);
   // SET_VRING_NUM/BASE/ENABLE: {index, num}.

@@ -70,6 +70,8 @@ constexpr PortCounter kPortCounters[] = {
     {"unserved_vring_enables", [](const VhostDevice& d) { return d.unserved_vring_enables(); }},
     // A frontend sent a memory table whose regions reach past the end of their files.
     {"refused_memory_tables", [](const VhostDevice& d) { return d.refused_memory_tables(); }},
+    // A frontend sent a request outside what we negotiate (GET_INFLIGHT_FD, SET_LOG_BASE, ...).
+    {"refused_messages", [](const VhostDevice& d) { return d.refused_messages(); }},
     // A second frontend tried the port while one was connected.
     {"refused_frontends", [](const VhostDevice& d) { return d.refused_frontends(); }},
 };

@@ -1,0 +1,83 @@
+// vhost-user requests by their specification names (front-end to back-end messages), and which of
+// them a virtio-net device with our features serves.
+#pragma once
+
+#include <cstdint>
+
+namespace vqs {
+
+enum class VhostUserRequest : uint32_t {
+  kGetFeatures = 1,
+  kSetFeatures = 2,
+  kSetOwner = 3,
+  kResetOwner = 4,
+  kSetMemTable = 5,
+  kSetLogBase = 6,
+  kSetLogFd = 7,
+  kSetVringNum = 8,
+  kSetVringAddr = 9,
+  kSetVringBase = 10,
+  kGetVringBase = 11,
+  kSetVringKick = 12,
+  kSetVringCall = 13,
+  kSetVringErr = 14,
+  kGetProtocolFeatures = 15,
+  kSetProtocolFeatures = 16,
+  kGetQueueNum = 17,
+  kSetVringEnable = 18,
+  kSendRarp = 19,
+  kNetSetMtu = 20,
+  kSetBackendReqFd = 21,
+  kIotlbMsg = 22,
+  kSetVringEndian = 23,
+  kGetConfig = 24,
+  kSetConfig = 25,
+  kCreateCryptoSession = 26,
+  kCloseCryptoSession = 27,
+  kPostcopyAdvise = 28,
+  kPostcopyListen = 29,
+  kPostcopyEnd = 30,
+  kGetInflightFd = 31,
+  kSetInflightFd = 32,
+  kGpuSetSocket = 33,
+  kResetDevice = 34,
+  kVringKick = 35,
+  kGetMaxMemSlots = 36,
+  kAddMemReg = 37,
+  kRemMemReg = 38,
+  kSetStatus = 39,
+  kGetStatus = 40,
+};
+
+// Whether a request belongs to what we negotiate: the base protocol and the features we offer
+// (MQ, REPLY_ACK, STATUS; no dirty log, inflight tracking, backend channel, IOTLB, config space,
+// postcopy or memory slots). librte_vhost 22.11 handles some of the others whatever was
+// negotiated, and not safely for a hostile frontend: GET_INFLIGHT_FD allocates and clears as much
+// memory as the message asks for (up to tens of GiB). The rest are refused before it sees them.
+constexpr bool served_request(uint32_t request) {
+  switch (static_cast<VhostUserRequest>(request)) {
+    case VhostUserRequest::kGetFeatures:
+    case VhostUserRequest::kSetFeatures:
+    case VhostUserRequest::kSetOwner:
+    case VhostUserRequest::kResetOwner:
+    case VhostUserRequest::kSetMemTable:
+    case VhostUserRequest::kSetVringNum:
+    case VhostUserRequest::kSetVringAddr:
+    case VhostUserRequest::kSetVringBase:
+    case VhostUserRequest::kGetVringBase:
+    case VhostUserRequest::kSetVringKick:
+    case VhostUserRequest::kSetVringCall:
+    case VhostUserRequest::kSetVringErr:
+    case VhostUserRequest::kGetProtocolFeatures:
+    case VhostUserRequest::kSetProtocolFeatures:
+    case VhostUserRequest::kGetQueueNum:
+    case VhostUserRequest::kSetVringEnable:
+    case VhostUserRequest::kSetStatus:
+    case VhostUserRequest::kGetStatus:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace vqs

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (fuzz/, clang with ASan+UBSan, in build-fuzz/) and runs them.
-#   scripts/fuzz.sh --smoke            each harness for 1,000,000 executions (a few minutes in all)
+#   scripts/fuzz.sh --smoke            each harness for 1,000,000 executions (a few minutes in all;
+#                                      vhost_message_fuzz, a connection per input, for 120 s)
 #   scripts/fuzz.sh --long [SECONDS]   each harness for SECONDS (default 600)
 #   scripts/fuzz.sh --one NAME --build DIR --runs N | --seconds S    one harness (meson's fuzz suite)
 # Every run first replays fuzz/regressions/NAME (inputs that once failed), then fuzzes from the
@@ -10,7 +11,7 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-readonly kHarnesses=(desc_chain_fuzz datapath_fuzz offload_fuzz config_fuzz)
+readonly kHarnesses=(desc_chain_fuzz datapath_fuzz offload_fuzz config_fuzz vhost_message_fuzz)
 
 run_one() {  # NAME BUILD_DIR LIMIT_OPTION
   local name=$1 build=$2 limit=$3
@@ -59,8 +60,11 @@ mode=${1:-}
 case "$mode" in
   --one)
     name=$2 build=$4 limit_kind=$5 limit=$6
-    [ "$limit_kind" = --runs ] && run_one "$name" "$build" "-runs=$limit" ||
+    if [ "$limit_kind" = --runs ]; then
+      run_one "$name" "$build" "-runs=$limit"
+    else
       run_one "$name" "$build" "-max_total_time=$limit"
+    fi
     ;;
   --smoke | --long)
     build="$top/build-fuzz"
@@ -73,7 +77,9 @@ case "$mode" in
     for name in "${kHarnesses[@]}"; do
       out=$(mktemp)
       outs+=("$out")
-      run_one "$name" "$build" "$limit" >"$out" 2>&1 &
+      this_limit=$limit
+      [ "$mode" = --smoke ] && [ "$name" = vhost_message_fuzz ] && this_limit="-max_total_time=120"
+      run_one "$name" "$build" "$this_limit" >"$out" 2>&1 &
       while [ "$(jobs -rp | wc -l)" -ge 2 ]; do sleep 1; done
     done
     wait || true

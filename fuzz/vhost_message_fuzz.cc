@@ -1,0 +1,357 @@
+// The vhost-user control plane as a hostile frontend drives it: a sequence of messages over the
+// unix socket to a VhostDevice (zero-copy on, two queue pairs) served by librte_vhost with our
+// message hooks and device callbacks. The fuzzer picks the messages and their order: features,
+// memory tables (memfds of its sizes, regions that fit them or not), ring sizes, addresses,
+// bases, kick and call fds, enables, protocol features, and raw messages of any request and
+// payload. librte_vhost is not built for coverage; our hooks, callbacks, memory loading and
+// vring start/stop are.
+//
+// Invariants, after the frontend hangs up and the device lets it go:
+// - no crash, no hang (every connection ends within 2 s);
+// - the link is down and every vring's datapath gate closed;
+// - every fd the frontend sent is closed again and every guest memory mapping is gone: the
+//   process has as many open fds and memfd mappings as before the input.
+#include <dirent.h>
+#include <fuzzer/FuzzedDataProvider.h>
+#include <rte_eal.h>
+#include <rte_log.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "guarded_memory.h"
+#include "vhost_device.h"
+
+using namespace vqs;
+
+namespace {
+
+// vhost-user requests (the specification's numbers).
+enum Request : uint32_t {
+  kGetFeatures = 1,
+  kSetFeatures = 2,
+  kSetOwner = 3,
+  kResetOwner = 4,
+  kSetMemTable = 5,
+  kSetVringNum = 8,
+  kSetVringAddr = 9,
+  kSetVringBase = 10,
+  kGetVringBase = 11,
+  kSetVringKick = 12,
+  kSetVringCall = 13,
+  kGetProtocolFeatures = 15,
+  kSetProtocolFeatures = 16,
+  kSetVringEnable = 18,
+};
+constexpr uint32_t kVersion = 0x1;
+constexpr uint32_t kNeedReply = 1u << 3;
+constexpr uint64_t kVringNoFd = 1ull << 8;
+constexpr uint64_t kFProtocolFeatures = 1ull << 30;
+constexpr uint16_t kQueuePairs = 2;
+
+// Never deleted: it would outlive the registry it is listed in (a function-local static) when
+// destroyed at exit.
+VhostDevice* device = nullptr;
+std::string socket_path;
+
+struct [[gnu::packed]] Header {
+  uint32_t request;
+  uint32_t flags;
+  uint32_t size;
+};
+
+class Frontend {
+ public:
+  Frontend() : fd_(socket(AF_UNIX, SOCK_STREAM, 0)) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", socket_path.c_str());
+    if (fd_ < 0 || connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
+      std::abort();
+    const timeval timeout{2, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  }
+  ~Frontend() { close(fd_); }
+
+  // False once the backend has closed the connection (it may, on any refused message).
+  bool send(uint32_t request, uint32_t flags, const void* payload, uint32_t size,
+            const std::vector<int>& fds = {}) {
+    // VQS_FUZZ_TRACE=1: each message, to read what an input does.
+    static const bool trace = std::getenv("VQS_FUZZ_TRACE") != nullptr;
+    if (trace) {
+      uint64_t u64 = 0;
+      if (size > 0) std::memcpy(&u64, payload, std::min<uint32_t>(size, 8));
+      std::fprintf(stderr, "request %u flags %#x size %u u64 %#llx fds %zu\n", request, flags, size,
+                   static_cast<unsigned long long>(u64), fds.size());
+    }
+    std::vector<uint8_t> bytes(sizeof(Header) + size);
+    const Header h{request, kVersion | flags, size};
+    std::memcpy(bytes.data(), &h, sizeof(h));
+    if (size > 0) std::memcpy(bytes.data() + sizeof(h), payload, size);
+    iovec iov{bytes.data(), bytes.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(8 * sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (!fds.empty()) {
+      msg.msg_control = control;
+      msg.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
+      cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
+      std::memcpy(CMSG_DATA(c), fds.data(), fds.size() * sizeof(int));
+    }
+    return sendmsg(fd_, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  }
+  bool send_u64(uint32_t request, uint32_t flags, uint64_t value,
+                const std::vector<int>& fds = {}) {
+    return send(request, flags, &value, sizeof(value), fds);
+  }
+
+  // Hangs up its side and reads whatever the backend still says until it closes its own, which
+  // it does once every message before the hang-up was handled. False on a 2 s silence: a hang.
+  bool hang_up() {
+    shutdown(fd_, SHUT_WR);
+    char sink[4096];
+    for (;;) {
+      const ssize_t n = recv(fd_, sink, sizeof(sink), 0);
+      if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+      if (n < 0) return false;
+    }
+  }
+
+ private:
+  int fd_;
+};
+
+// Open fds of the kinds a frontend sends or a connection makes: memfds, eventfds, sockets (the
+// fuzzer's own pipes come and go).
+int open_fds() {
+  int count = 0;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) std::abort();
+  char path[64], target[256];
+  while (const dirent* e = readdir(dir)) {
+    std::snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+    const ssize_t n = readlink(path, target, sizeof(target) - 1);
+    if (n <= 0) continue;
+    target[n] = '\0';
+    if (std::strncmp(target, "/memfd:", 7) == 0 ||
+        std::strcmp(target, "anon_inode:[eventfd]") == 0 || std::strncmp(target, "socket:", 7) == 0)
+      ++count;
+  }
+  closedir(dir);
+  return count;
+}
+
+int memfd_mappings() {
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) std::abort();
+  int count = 0;
+  char line[4096];
+  while (std::fgets(line, sizeof(line), maps) != nullptr)
+    if (std::strstr(line, "/memfd:") != nullptr) ++count;
+  std::fclose(maps);
+  return count;
+}
+
+// A region's memory: a memfd of the fuzzer's size. The frontend's own copy is not needed (the
+// rings stay empty); its "userspace address" is just a number the vring addresses refer to.
+struct Region {
+  int fd;
+  uint64_t file_size;
+  uint64_t gpa, size, uaddr, offset;
+};
+
+Region make_region(FuzzedDataProvider& in, uint64_t default_uaddr) {
+  const uint64_t kSizes[] = {0, 4096, 64 << 10, 2 << 20};
+  Region r{};
+  r.file_size = in.ConsumeBool() ? kSizes[in.ConsumeIntegralInRange(0, 3)]
+                                 : in.ConsumeIntegralInRange<uint64_t>(0, 4 << 20);
+  r.fd = memfd_create("vqs-fuzz-guest", MFD_CLOEXEC);
+  if (r.fd < 0 || ftruncate(r.fd, static_cast<off_t>(r.file_size)) != 0) std::abort();
+  const bool fits = in.ConsumeProbability<float>() < 0.8f;
+  r.gpa = fits ? 0 : in.ConsumeIntegral<uint64_t>();
+  r.size = fits ? r.file_size : in.ConsumeIntegral<uint64_t>();
+  r.offset = fits ? 0 : in.ConsumeIntegral<uint64_t>();
+  r.uaddr = fits ? default_uaddr : in.ConsumeIntegral<uint64_t>();
+  return r;
+}
+
+// librte_vhost lets a connection go on its own thread. Returns the deadline (2 s) for what
+// follows from it.
+std::chrono::steady_clock::time_point wait_until_let_go() {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (device->frontend_connections() != 0) {
+    VQS_FUZZ_CHECK(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  return deadline;
+}
+
+int fds_before = 0;
+int maps_before = 0;
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  const std::string prefix = "--file-prefix=vqs-fuzz-" + std::to_string(getpid());
+  const char* args[] = {"vhost_message_fuzz", "--no-huge",   "--no-shconf", "--no-pci", "-m", "256",
+                        "--log-level=0",      prefix.c_str()};
+  if (rte_eal_init(static_cast<int>(std::size(args)), const_cast<char**>(args)) < 0) std::abort();
+  rte_log_set_global_level(RTE_LOG_EMERG);  // librte_vhost logs every message at INFO
+  socket_path = "/tmp/vqs-fuzz-" + std::to_string(getpid()) + ".sock";
+  unlink(socket_path.c_str());
+  VhostDeviceOptions options;
+  options.path = socket_path;
+  options.queue_pairs = kQueuePairs;
+  options.tso = true;
+  options.zero_copy = true;
+  std::string error;
+  device = VhostDevice::create(options, nullptr, &error).release();
+  if (device == nullptr) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    std::abort();
+  }
+  device->set_datapath_enabled(true);
+  // One connection first: librte_vhost's thread and its descriptors come with the first one and
+  // stay; what every input must leave as it found is counted after it.
+  {
+    Frontend frontend;
+    frontend.send(kGetFeatures, 0, nullptr, 0);
+    VQS_FUZZ_CHECK(frontend.hang_up());
+  }
+  wait_until_let_go();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // and its device freed
+  fds_before = open_fds();
+  maps_before = memfd_mappings();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  constexpr uint64_t kUaddr = 0x7f0000000000;  // the frontend's address of region 0
+  {
+    Frontend frontend;
+    std::vector<int> sent;  // fds handed over: the backend owns them now
+    bool open = true;
+    for (int op = 0; open && op < 24 && in.remaining_bytes() > 0; ++op) {
+      const uint32_t flags = in.ConsumeBool() ? kNeedReply : 0;
+      const uint32_t vring = in.ConsumeIntegralInRange<uint32_t>(0, 2 * kQueuePairs);
+      switch (in.ConsumeIntegralInRange(0, 12)) {
+        case 0:
+          open = frontend.send(kGetFeatures, flags, nullptr, 0);
+          break;
+        case 1: {  // what we offer, masked by the fuzzer, with PROTOCOL_FEATURES mostly
+          uint64_t features = offered_virtio_features(true, true) & in.ConsumeIntegral<uint64_t>();
+          if (in.ConsumeBool()) features |= kFProtocolFeatures;
+          open = frontend.send_u64(kSetFeatures, flags, features);
+          break;
+        }
+        case 2:
+          open = frontend.send(in.ConsumeBool() ? kSetOwner : kResetOwner, flags, nullptr, 0);
+          break;
+        case 3: {  // SET_MEM_TABLE, 1 or 2 regions, fds as many as regions or not
+          struct [[gnu::packed]] {
+            uint32_t nregions, padding;
+            uint64_t region[8][4];
+          } table{};
+          std::vector<int> fds;
+          table.nregions = in.ConsumeIntegralInRange<uint32_t>(1, 2);
+          for (uint32_t i = 0; i < table.nregions; ++i) {
+            const Region r = make_region(in, kUaddr + i * (8ull << 20));
+            const uint64_t fields[4] = {r.gpa + i * (8ull << 20), r.size, r.uaddr, r.offset};
+            std::memcpy(table.region[i], fields, sizeof(fields));
+            fds.push_back(r.fd);
+          }
+          if (in.ConsumeProbability<float>() < 0.1f) {  // one fd too few
+            close(fds.back());
+            fds.pop_back();
+          }
+          open = frontend.send(kSetMemTable, flags, &table, 8 + 32 * table.nregions, fds);
+          for (int fd : fds) close(fd);  // ours; the backend got its own copies
+          break;
+        }
+        case 4:
+        case 5:
+        case 12: {  // SET_VRING_NUM / BASE / ENABLE
+          const uint32_t kRequests[] = {kSetVringNum, kSetVringBase, kSetVringEnable};
+          const uint32_t request = kRequests[in.ConsumeIntegralInRange(0, 2)];
+          const uint32_t num = in.ConsumeBool() ? (request == kSetVringNum ? 256 : 1)
+                                                : in.ConsumeIntegral<uint32_t>();
+          open = frontend.send_u64(request, flags, vring | (uint64_t{num} << 32));
+          break;
+        }
+        case 6: {  // SET_VRING_ADDR: a 256-entry ring at the start of region 0, or anywhere
+          struct [[gnu::packed]] {
+            uint32_t index, flags;
+            uint64_t desc, used, avail, log;
+          } addr{vring, 0, kUaddr, kUaddr + 8192, kUaddr + 4096, 0};
+          if (in.ConsumeProbability<float>() < 0.3f) {
+            addr.desc = in.ConsumeIntegral<uint64_t>();
+            addr.used = in.ConsumeIntegral<uint64_t>();
+            addr.avail = in.ConsumeIntegral<uint64_t>();
+          }
+          open = frontend.send(kSetVringAddr, flags, &addr, sizeof(addr));
+          break;
+        }
+        case 7:
+        case 8: {  // SET_VRING_KICK / CALL: an eventfd, or "no fd"
+          const uint32_t request = in.ConsumeBool() ? kSetVringKick : kSetVringCall;
+          if (in.ConsumeBool()) {
+            open = frontend.send_u64(request, flags, vring | kVringNoFd);
+          } else {
+            const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+            open = frontend.send_u64(request, flags, vring, {fd});
+            close(fd);
+          }
+          break;
+        }
+        case 9:
+          open = frontend.send_u64(kGetVringBase, flags, vring);
+          break;
+        case 10:
+          open = frontend.send(kGetProtocolFeatures, flags, nullptr, 0) &&
+                 frontend.send_u64(kSetProtocolFeatures, flags,
+                                   handled_protocol_features() & in.ConsumeIntegral<uint64_t>());
+          break;
+        case 11: {  // any request, any payload, no fds
+          const uint32_t request = in.ConsumeIntegralInRange<uint32_t>(0, 40);
+          const std::vector<uint8_t> payload =
+              in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, 64));
+          open = frontend.send(request, flags | (in.ConsumeIntegral<uint32_t>() & ~0xfu),
+                               payload.data(), static_cast<uint32_t>(payload.size()));
+          break;
+        }
+      }
+    }
+    VQS_FUZZ_CHECK(frontend.hang_up());
+  }
+  const auto deadline = wait_until_let_go();
+  VQS_FUZZ_CHECK(!device->link_up());
+  for (uint16_t v = 0; v < device->vring_count(); ++v) VQS_FUZZ_CHECK(!device->vring_ready(v));
+  // librte_vhost tells us the connection is gone (destroy_connection) before it frees the
+  // device's memory table and fds: wait for those too, within the same bound.
+  while (open_fds() != fds_before || memfd_mappings() != maps_before) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr, "fds %d (before %d), memfd mappings %d (before %d)\n", open_fds(),
+                   fds_before, memfd_mappings(), maps_before);
+      VQS_FUZZ_CHECK(!"every fd and mapping of the connection released");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return 0;
+}

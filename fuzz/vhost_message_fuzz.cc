@@ -33,28 +33,13 @@
 
 #include "guarded_memory.h"
 #include "vhost_device.h"
+#include "vhost_user_request.h"
 
 using namespace vqs;
+using R = VhostUserRequest;
 
 namespace {
 
-// vhost-user requests (the specification's numbers).
-enum Request : uint32_t {
-  kGetFeatures = 1,
-  kSetFeatures = 2,
-  kSetOwner = 3,
-  kResetOwner = 4,
-  kSetMemTable = 5,
-  kSetVringNum = 8,
-  kSetVringAddr = 9,
-  kSetVringBase = 10,
-  kGetVringBase = 11,
-  kSetVringKick = 12,
-  kSetVringCall = 13,
-  kGetProtocolFeatures = 15,
-  kSetProtocolFeatures = 16,
-  kSetVringEnable = 18,
-};
 constexpr uint32_t kVersion = 0x1;
 constexpr uint32_t kNeedReply = 1u << 3;
 constexpr uint64_t kVringNoFd = 1ull << 8;
@@ -116,8 +101,11 @@ class Frontend {
     }
     return sendmsg(fd_, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
   }
-  bool send_u64(uint32_t request, uint32_t flags, uint64_t value,
-                const std::vector<int>& fds = {}) {
+  bool send(R request, uint32_t flags, const void* payload, uint32_t size,
+            const std::vector<int>& fds = {}) {
+    return send(static_cast<uint32_t>(request), flags, payload, size, fds);
+  }
+  bool send_u64(R request, uint32_t flags, uint64_t value, const std::vector<int>& fds = {}) {
     return send(request, flags, &value, sizeof(value), fds);
   }
 
@@ -231,7 +219,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // stay; what every input must leave as it found is counted after it.
   {
     Frontend frontend;
-    frontend.send(kGetFeatures, 0, nullptr, 0);
+    frontend.send(R::kGetFeatures, 0, nullptr, 0);
     VQS_FUZZ_CHECK(frontend.hang_up());
   }
   wait_until_let_go();
@@ -253,16 +241,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const uint32_t vring = in.ConsumeIntegralInRange<uint32_t>(0, 2 * kQueuePairs);
       switch (in.ConsumeIntegralInRange(0, 12)) {
         case 0:
-          open = frontend.send(kGetFeatures, flags, nullptr, 0);
+          open = frontend.send(R::kGetFeatures, flags, nullptr, 0);
           break;
         case 1: {  // what we offer, masked by the fuzzer, with PROTOCOL_FEATURES mostly
           uint64_t features = offered_virtio_features(true, true) & in.ConsumeIntegral<uint64_t>();
           if (in.ConsumeBool()) features |= kFProtocolFeatures;
-          open = frontend.send_u64(kSetFeatures, flags, features);
+          open = frontend.send_u64(R::kSetFeatures, flags, features);
           break;
         }
         case 2:
-          open = frontend.send(in.ConsumeBool() ? kSetOwner : kResetOwner, flags, nullptr, 0);
+          open = frontend.send(in.ConsumeBool() ? R::kSetOwner : R::kResetOwner, flags, nullptr, 0);
           break;
         case 3: {  // SET_MEM_TABLE, 1 or 2 regions, fds as many as regions or not
           struct [[gnu::packed]] {
@@ -281,16 +269,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             close(fds.back());
             fds.pop_back();
           }
-          open = frontend.send(kSetMemTable, flags, &table, 8 + 32 * table.nregions, fds);
+          open = frontend.send(R::kSetMemTable, flags, &table, 8 + 32 * table.nregions, fds);
           for (int fd : fds) close(fd);  // ours; the backend got its own copies
           break;
         }
         case 4:
         case 5:
         case 12: {  // SET_VRING_NUM / BASE / ENABLE
-          const uint32_t kRequests[] = {kSetVringNum, kSetVringBase, kSetVringEnable};
-          const uint32_t request = kRequests[in.ConsumeIntegralInRange(0, 2)];
-          const uint32_t num = in.ConsumeBool() ? (request == kSetVringNum ? 256 : 1)
+          const R kRequests[] = {R::kSetVringNum, R::kSetVringBase, R::kSetVringEnable};
+          const R request = kRequests[in.ConsumeIntegralInRange(0, 2)];
+          const uint32_t num = in.ConsumeBool() ? (request == R::kSetVringNum ? 256 : 1)
                                                 : in.ConsumeIntegral<uint32_t>();
           open = frontend.send_u64(request, flags, vring | (uint64_t{num} << 32));
           break;
@@ -305,12 +293,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             addr.used = in.ConsumeIntegral<uint64_t>();
             addr.avail = in.ConsumeIntegral<uint64_t>();
           }
-          open = frontend.send(kSetVringAddr, flags, &addr, sizeof(addr));
+          open = frontend.send(R::kSetVringAddr, flags, &addr, sizeof(addr));
           break;
         }
         case 7:
         case 8: {  // SET_VRING_KICK / CALL: an eventfd, or "no fd"
-          const uint32_t request = in.ConsumeBool() ? kSetVringKick : kSetVringCall;
+          const R request = in.ConsumeBool() ? R::kSetVringKick : R::kSetVringCall;
           if (in.ConsumeBool()) {
             open = frontend.send_u64(request, flags, vring | kVringNoFd);
           } else {
@@ -321,11 +309,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           break;
         }
         case 9:
-          open = frontend.send_u64(kGetVringBase, flags, vring);
+          open = frontend.send_u64(R::kGetVringBase, flags, vring);
           break;
         case 10:
-          open = frontend.send(kGetProtocolFeatures, flags, nullptr, 0) &&
-                 frontend.send_u64(kSetProtocolFeatures, flags,
+          open = frontend.send(R::kGetProtocolFeatures, flags, nullptr, 0) &&
+                 frontend.send_u64(R::kSetProtocolFeatures, flags,
                                    handled_protocol_features() & in.ConsumeIntegral<uint64_t>());
           break;
         case 11: {  // any request, any payload, no fds

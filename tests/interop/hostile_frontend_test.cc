@@ -52,6 +52,14 @@ bool xstat_reaches(uint16_t port, const char* name, uint64_t want) {
   return xstat(port, name) == want;
 }
 
+// Whether the process's open fds come back to `count` within a second (librte_vhost frees a
+// connection's on its own thread).
+bool fds_return_to(int count) {
+  const uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz();
+  while (open_fd_count() != count && rte_get_timer_cycles() < end) rte_delay_ms(1);
+  return open_fd_count() == count;
+}
+
 }  // namespace
 
 // Issue 16, hole 7: a region reaching past the end of its file maps fine, and the first touch of
@@ -93,9 +101,7 @@ TEST_CASE("a memory table whose region reaches past the end of its file is refus
   }
   // Every fd that came with the messages is closed (librte_vhost closes the accepted table's
   // when its connection goes).
-  const uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz();
-  while (open_fd_count() != fds_before && rte_get_timer_cycles() < end) rte_delay_ms(1);
-  CHECK(open_fd_count() == fds_before);
+  CHECK(fds_return_to(fds_before));
 
   // The port still serves a real guest afterwards.
   GuestPort guest(host);
@@ -117,9 +123,7 @@ TEST_CASE("a memory table with an empty region is refused and its fd closed") {
     CHECK(frontend.closed_by_peer());
   }
   CHECK(xstat_reaches(host.port(), "refused_memory_tables", 3));
-  const uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz();
-  while (open_fd_count() != fds_before && rte_get_timer_cycles() < end) rte_delay_ms(1);
-  CHECK(open_fd_count() == fds_before);
+  CHECK(fds_return_to(fds_before));
 }
 
 // librte_vhost 22.11 serves GET_INFLIGHT_FD whatever was negotiated, allocating and clearing
@@ -140,9 +144,7 @@ TEST_CASE("a request outside what we negotiate (GET_INFLIGHT_FD) is refused, cou
     CHECK(frontend.closed_by_peer());
   }
   CHECK(xstat_reaches(host.port(), "refused_messages", 1));
-  const uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz();
-  while (open_fd_count() != fds_before && rte_get_timer_cycles() < end) rte_delay_ms(1);
-  CHECK(open_fd_count() == fds_before);
+  CHECK(fds_return_to(fds_before));
   // The port serves a real guest afterwards.
   GuestPort guest(host);
   CHECK(wait_link(host.port(), true));

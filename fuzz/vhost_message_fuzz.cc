@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -203,6 +204,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   rte_log_set_global_level(RTE_LOG_EMERG);  // librte_vhost logs every message at INFO
   socket_path = "/tmp/vqs-fuzz-" + std::to_string(getpid()) + ".sock";
   unlink(socket_path.c_str());
+  std::atexit([] { unlink(socket_path.c_str()); });  // the device is never unregistered
   VhostDeviceOptions options;
   options.path = socket_path;
   options.queue_pairs = kQueuePairs;

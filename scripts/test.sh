@@ -23,7 +23,7 @@ configure() {  # build dir, meson options...
 
 configure build
 configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug \
-  -Dcpp_args=-fno-sanitize-recover=all
+  -Dcpp_args=-fno-sanitize-recover=all -Dbenches=false
 # The fuzz harnesses: clang, ASan+UBSan, libFuzzer (docs/security.md).
 if [ ! -f build-fuzz/build.ninja ]; then
   CC=clang-14 CXX=clang++-14 meson setup build-fuzz -Dfuzz=true -Dtests=false \

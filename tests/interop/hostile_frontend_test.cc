@@ -255,7 +255,8 @@ TEST_CASE("ring-changing messages while chains are lent: answered at once, memor
 // traffic must not stop, and a third port whose new frontend must be answered within 100 ms
 // throughout. At the end: every chain the storming guest posted came back, the mbuf pool is full,
 // and the process has as many mappings as before.
-TEST_CASE("soak: a frontend storming ring-changing messages for 60 s beside a working guest") {
+TEST_CASE("soak: a frontend storming ring-changing messages for 60 s beside a working guest",
+          "[soak]") {
   {
     HostPort stormed(1, "zerocopy=1");
     HostPort quiet(1);

@@ -63,6 +63,8 @@
 # the switches and the guest take. VQS_BENCH_KEEP=1 keeps the run directory (every log);
 # VQS_BENCH_PERF=1 records each period with `perf record -C 0,1` into it (perf.SCENARIO.SIZE.
 # SWITCH.N.data; `perf report --sort cpu,comm,sym`), instead of sampling the placement.
+# VQS_GUEST_TESTPMD=PATH runs the guest with another dpdk-testpmd (one built with -g from the
+# dpdk source package, so that perf can name the virtio driver's functions).
 set -euo pipefail
 
 # Runs from a copy of itself and common.sh, so that editing the tree during a run (which takes
@@ -316,7 +318,8 @@ start_vqswitch() {
 
 # start_guest SCENARIO SIZE SOCKET...: the guest testpmd, interactive, reading from a fifo.
 start_guest() {
-  local scenario=$1 size=$2 vdevs=() peers=() fwd=() k=0 s prog=(dpdk-testpmd) testpmd_args=()
+  local scenario=$1 size=$2 vdevs=() peers=() fwd=() k=0 s testpmd_args=()
+  local prog=("${VQS_GUEST_TESTPMD:-dpdk-testpmd}")
   shift 2
   for s in "$@"; do
     for _ in $(seq 100); do [ -S "$s" ] && break; sleep 0.1; done

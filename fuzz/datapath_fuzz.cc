@@ -22,6 +22,7 @@
 #include "dequeue.h"
 #include "enqueue.h"
 #include "guarded_memory.h"
+#include "queue_teardown.h"
 #include "net_offload.h"
 #include "virtqueue.h"
 #include "zero_copy_tracker.h"
@@ -190,11 +191,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     VQS_FUZZ_CHECK(snapshot_matches());
   }
   for (rte_mbuf* m : held) rte_pktmbuf_free(m);
-  txq.stop();
-  rxq.stop();
-  tracker.orphan_lent();
-  tracker.reap_orphans_only();
-  VQS_FUZZ_CHECK(tracker.in_flight() == 0);
+  fuzz::stop_and_reap(txq, rxq, tracker);
   VQS_FUZZ_CHECK(rte_mempool_avail_count(pool) == kPoolSize);
   return 0;
 }

@@ -34,6 +34,7 @@
 #include "enqueue.h"
 #include "fake_port.h"
 #include "guarded_memory.h"
+#include "queue_teardown.h"
 #include "net_offload.h"
 #include "tx_buffer.h"
 #include "virtqueue.h"
@@ -495,11 +496,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     out.free_sent();
   }
-  txq.stop();
-  rxq.stop();
-  tracker.orphan_lent();
-  tracker.reap_orphans_only();
-  VQS_FUZZ_CHECK(tracker.in_flight() == 0);
+  fuzz::stop_and_reap(txq, rxq, tracker);
   VQS_FUZZ_CHECK(rte_mempool_avail_count(pool) == kPoolSize);
   VQS_FUZZ_CHECK(rte_mempool_avail_count(gso_direct) == kGsoPoolSize);
   VQS_FUZZ_CHECK(rte_mempool_avail_count(gso_indirect) == kGsoPoolSize);

@@ -22,8 +22,8 @@
 #include "dequeue.h"
 #include "enqueue.h"
 #include "guarded_memory.h"
-#include "queue_teardown.h"
 #include "net_offload.h"
+#include "queue_teardown.h"
 #include "virtqueue.h"
 #include "zero_copy_tracker.h"
 

@@ -3,7 +3,8 @@
 #   scripts/fuzz.sh --smoke            each harness for 1,000,000 executions (a few minutes in all;
 #                                      vhost_message_fuzz, a connection per input, for 120 s)
 #   scripts/fuzz.sh --long [SECONDS]   each harness for SECONDS (default 600)
-#   scripts/fuzz.sh --one NAME --build DIR --runs N | --seconds S    one harness (meson's fuzz suite)
+#   scripts/fuzz.sh --one NAME --build DIR --smoke | --runs N | --seconds S    one harness (meson's
+#                                      fuzz suite runs each with --smoke)
 # Every run first replays fuzz/regressions/NAME (inputs that once failed), then fuzzes from the
 # seeds in fuzz/corpus/NAME (config_fuzz: also config/*.yaml) in a scratch corpus. One line per
 # harness: "NAME execs=N crashes=N cov=N secs=N"; a crash's input is kept under
@@ -12,6 +13,12 @@ set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 readonly kHarnesses=(desc_chain_fuzz datapath_fuzz offload_fuzz config_fuzz vhost_message_fuzz)
+
+# The smoke run's limit of a harness: 10^6 executions; vhost_message_fuzz, a connection served by
+# librte_vhost's thread per input (~500 a second), 120 s.
+smoke_limit() {  # NAME
+  if [ "$1" = vhost_message_fuzz ]; then echo "-max_total_time=120"; else echo "-runs=1000000"; fi
+}
 
 run_one() {  # NAME BUILD_DIR LIMIT_OPTION
   local name=$1 build=$2 limit=$3
@@ -59,27 +66,26 @@ build_fuzz() {  # BUILD_DIR
 mode=${1:-}
 case "$mode" in
   --one)
-    name=$2 build=$4 limit_kind=$5 limit=$6
-    if [ "$limit_kind" = --runs ]; then
-      run_one "$name" "$build" "-runs=$limit"
-    else
-      run_one "$name" "$build" "-max_total_time=$limit"
-    fi
+    name=$2 build=$4 limit_kind=$5 limit=${6:-}
+    case "$limit_kind" in
+      --smoke) run_one "$name" "$build" "$(smoke_limit "$name")" ;;
+      --runs) run_one "$name" "$build" "-runs=$limit" ;;
+      *) run_one "$name" "$build" "-max_total_time=$limit" ;;
+    esac
     ;;
   --smoke | --long)
     build="$top/build-fuzz"
     build_fuzz "$build"
-    limit="-runs=1000000"
-    [ "$mode" = --long ] && limit="-max_total_time=${2:-600}"
+    long_limit="-max_total_time=${2:-600}"
     status=0
     # Two at a time: two CPUs.
     outs=()
     for name in "${kHarnesses[@]}"; do
       out=$(mktemp)
       outs+=("$out")
-      this_limit=$limit
-      [ "$mode" = --smoke ] && [ "$name" = vhost_message_fuzz ] && this_limit="-max_total_time=120"
-      run_one "$name" "$build" "$this_limit" >"$out" 2>&1 &
+      limit=$long_limit
+      [ "$mode" = --smoke ] && limit=$(smoke_limit "$name")
+      run_one "$name" "$build" "$limit" >"$out" 2>&1 &
       while [ "$(jobs -rp | wc -l)" -ge 2 ]; do sleep 1; done
     done
     wait || true

@@ -36,8 +36,8 @@ fi
 
 # host SECONDS DEVARGS_EXTRA: our PMD, forwarding io on lcore 1 (main lcore 0).
 host() {
-  "${host_env[@]}" timeout -s INT "$1" dpdk-testpmd -l 0,1 --main-lcore 0 --file-prefix "$tag-host" -m 256 \
-    --no-pci -d "$run/librte_net_vqs.so" --vdev "net_vqs0,iface=$sock$2" \
+  "${host_env[@]}" timeout -s INT "$1" dpdk-testpmd -l 0,1 --main-lcore 0 \
+    --file-prefix "$tag-host" -m 256 --no-pci -d "$run/librte_net_vqs.so" --vdev "net_vqs0,iface=$sock$2" \
     --log-level "pmd.net.vqs:info" --log-level "*:notice" -- --forward-mode=io --nb-cores=1 \
     --auto-start --stats-period 1 \
     </dev/null >"$run/host.log" 2>&1

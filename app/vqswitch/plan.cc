@@ -62,7 +62,10 @@ std::string format_core_list(const std::vector<unsigned>& lcores) {
     while (j + 1 < lcores.size() && lcores[j + 1] == lcores[j] + 1) ++j;
     if (!out.empty()) out += ",";
     out += std::to_string(lcores[i]);
-    if (j > i) out += "-" + std::to_string(lcores[j]);
+    if (j > i) {
+      out += '-';  // appended, not "-" + to_string(): GCC 12 -O3 reports a false -Wrestrict
+      out += std::to_string(lcores[j]);
+    }
     i = j + 1;
   }
   return out;
@@ -210,10 +213,16 @@ std::string format_vlan(const VlanConfig& vlan) {
       return "access " + std::to_string(vlan.access_vlan);
     case VlanMode::kTrunk: {
       std::string out = "trunk ";
-      for (size_t i = 0; i < vlan.trunk_vlans.size(); ++i)
-        out += (i ? "," : "") + std::to_string(vlan.trunk_vlans[i]);
-      out +=
-          vlan.native_vlan ? ", native " + std::to_string(vlan.native_vlan) : ", untagged dropped";
+      for (size_t i = 0; i < vlan.trunk_vlans.size(); ++i) {
+        if (i) out += ',';
+        out += std::to_string(vlan.trunk_vlans[i]);
+      }
+      if (vlan.native_vlan) {
+        out += ", native ";
+        out += std::to_string(vlan.native_vlan);
+      } else {
+        out += ", untagged dropped";
+      }
       return out;
     }
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The YAML configuration loader and planner on arbitrary text. Invariants: it returns (no crash,
 // no hang: yaml-cpp's own recursion and the loader's limits), and a refusal is one message that
 // names the file ("t.yaml:LINE:COL: KEY: ..." or "t.yaml: ...").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The datapath on a hostile guest: both rings, the descriptors, the avail entries, the headers
 // and the packet bytes are the fuzzer's, as are the ring size (2..1024), the features, zero-copy
 // and its minimum length, and the order of operations (dequeue bursts, completions of lent

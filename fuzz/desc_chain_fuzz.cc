@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Descriptor chains over guest memory: a table and indirect tables of the fuzzer's bytes, read in
 // both directions. Invariants: every buffer handed out lies inside one guest region, no more
 // descriptors are visited than the chain bound, and the single-buffer fast path never accepts a

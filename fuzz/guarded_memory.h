@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Guest memory for the fuzz harnesses: each region its own mmap between two PROT_NONE guard
 // pages, so that a read or write past a region's ends faults at once (ASan does not watch mmap'd
 // memory). Rings are placed flush against a region's end: an overrun of the used ring hits the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The offload path end to end, as the switch runs it. A guest sends one packet with its virtio-net
 // header (checksum and GSO requests; packet, header and chain shape are the fuzzer's, the packet
 // mostly built as Ethernet/VLAN/IPv4/IPv6/TCP/UDP with consistent or raw fields). It is dequeued

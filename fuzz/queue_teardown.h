@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The end of a datapath harness's input: both queues stopped and every chain still lent reaped
 // as the control plane does when a session ends; none may be left in flight.
 #pragma once

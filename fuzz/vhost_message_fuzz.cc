@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The vhost-user control plane as a hostile frontend drives it: a sequence of messages over the
 // unix socket to a VhostDevice (zero-copy on, two queue pairs) served by librte_vhost with our
 // message hooks and device callbacks. The fuzzer picks the messages and their order: features,

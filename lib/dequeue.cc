@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "dequeue.h"
 
 #include <rte_ether.h>

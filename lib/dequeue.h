@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Guest TX -> mbufs: the device side of a guest's transmit queue.
 #pragma once
 

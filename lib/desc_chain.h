@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Walks one descriptor chain of a split virtqueue into host buffers.
 //
 // The descriptor table is guest memory, changed by the guest at any time: each descriptor is copied

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Makes memory that the process mapped itself usable for device DMA, at IOVA = its virtual
 // address, and undoes it. GuestMapping calls it for each guest region it maps and again when its
 // last reference goes, on whichever thread that is (a queue's lcore or librte_vhost's thread):

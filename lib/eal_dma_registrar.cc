@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "eal_dma_registrar.h"
 
 #include <bus_driver.h>

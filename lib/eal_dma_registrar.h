@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DMA registration through EAL, for IOVA-as-VA mode: memory becomes DPDK external memory
 // (rte_extmem_register) and is DMA-mapped, IOVA = VA, for each of a fixed set of devices
 // (rte_dev_dma_map: VFIO's container, or the driver's own). In IOVA-as-PA mode a virtual address

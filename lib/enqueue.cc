@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "enqueue.h"
 
 #include "virtio_net_hdr.h"

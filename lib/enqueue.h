@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // mbufs -> guest RX: the device side of a guest's receive queue.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "guest_mapping.h"
 
 #include <linux/magic.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Our own mapping of a guest's memory regions, for dequeue zero-copy. mbufs lent to the rest of
 // the system point into guest memory; librte_vhost unmaps its copy when the guest disconnects or
 // changes its memory table, which may come before the last lent mbuf is freed. This mapping (of

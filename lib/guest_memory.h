@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Guest-physical to host-virtual translation over the guest's memory table.
 //
 // Everything the guest gives us (descriptor addresses and lengths) is hostile: every lookup checks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "guest_notifier.h"
 
 namespace vqs {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The notification decision of one guest RX queue, per burst: coalescing (defer what the guest
 // wants until enough packets or time) and the refill threshold (notify a guest that runs low on
 // buffers at once, once per crossing). Pure state, no ring access and no EAL: VirtQueue feeds it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A scatter list of host-virtual buffers: the guest's view of one packet, after translation.
 #pragma once
 

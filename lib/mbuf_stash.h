@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Spare mbufs for one burst's extra segments (the tail of a copied multi-segment packet, the
 // payload pieces of a lent one), taken from the pool a chunk at a time instead of one mempool call
 // per packet. What the burst did not use goes back when the stash is destroyed.

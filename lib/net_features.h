@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The virtio-net features a queue's datapath depends on, decoded once from the negotiated set.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "net_offload.h"
 
 #include <rte_hash_crc.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Offload metadata between the virtio-net header and rte_mbuf.
 //
 // Guest TX (dequeue): the header becomes receive-side metadata, as DPDK's own virtio PMD and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "notify_policy.h"
 
 namespace vqs {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How a guest RX queue notifies its guest: interrupt coalescing (as VPP's vhost-user
 // coalesce-frames / coalesce-time) and the refill threshold. Settings only; GuestNotifier applies
 // them per queue. No EAL.

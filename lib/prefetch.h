@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A cache hint the compiler keeps. GCC 12 deletes a loop whose body is a conditional
 // __builtin_prefetch (it has no side effects), which silently removed every descriptor and buffer
 // prefetch of a burst; an asm volatile, as DPDK's rte_prefetch0, cannot be dropped. Here rather

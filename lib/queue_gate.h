@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The handshake between the control plane and the one lcore that polls a virtqueue.
 //
 // The lcore enters before a burst and leaves after it; the control plane closes the gate and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Per-queue counters, written only by the lcore that owns the queue and summed when read.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "socket_access.h"
 
 #include <grp.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Who may connect to a vhost-user server socket: its file mode and group, as the owner of the
 // port asks for them (YAML socket_mode/socket_group, devargs socket_mode=/socket_group=). Without
 // them the socket gets the process umask and group. No EAL here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The device side of one split virtqueue: our indices, used-ring writes and both directions of
 // notification suppression (VRING_*_F_NO_* flags, or kRingFEventIdx).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "vhost_device.h"
 
 #include <poll.h>

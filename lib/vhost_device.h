@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One vhost-user socket and the virtio-net device a guest connects through it: librte_vhost runs
 // the control plane; this class keeps our virtqueues in step with it and admits the datapath only
 // while a queue's state is complete. Shared by the net_vqs PMD and vqswitch.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // vhost-user requests by their specification names (front-end to back-end messages), and which of
 // them a virtio-net device with our features serves.
 #pragma once

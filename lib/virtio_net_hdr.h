@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The virtio-net header and feature bits, as the virtio 1.x specification (5.1) defines them.
 // <linux/virtio_net.h> has the same, but does not compile as C++.
 #pragma once

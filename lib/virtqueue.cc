@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "virtqueue.h"
 
 #include <sys/eventfd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One virtio-net virtqueue as the datapath serves it: the split ring, the guest memory it points
 // into, the negotiated features, counters and per-queue scratch space. Owned by one lcore at a
 // time; the control plane calls start()/stop() only while that lcore is kept away (quiesced).

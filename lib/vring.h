@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Split virtqueue layout and flags, as the virtio 1.x specification (2.7) defines them.
 // <linux/virtio_ring.h> has the same, but its inline helpers do not compile as C++.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "zero_copy_lend.h"
 
 #include <rte_memcpy.h>

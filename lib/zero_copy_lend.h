@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Guest TX zero-copy: a packet whose first bytes are copied into the mbuf (the headers the rest of
 // the system parses and may rewrite then live in our memory, and the guest cannot change them
 // after they were checked) and whose payload is the guest's own buffers, attached as external

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "zero_copy_tracker.h"
 
 #include <sys/eventfd.h>

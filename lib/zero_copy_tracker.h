@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Guest TX buffers lent to the rest of the system (dequeue zero-copy). Per virtqueue at most
 // `limit()` chains are lent at a time, each to the mbufs attached to it as external buffers, with
 // one shared-info slot per chain. Whoever frees the chain's last mbuf (any lcore or thread) marks

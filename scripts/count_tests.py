@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Sums the test cases of meson test logs and prints 'N passed, N failed'.
 
 A Catch2 binary counts as its test cases (from its closing summary); any other test, or a Catch2

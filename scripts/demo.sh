@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The main job: sets up the machine, builds, and runs the switch demo (scripts/demo_run.sh):
 # vqswitch bridging two DPDK virtio_user guests from config/demo.yaml, live statistics for a few
 # seconds, then the final counters.

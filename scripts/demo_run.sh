@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The switch demo, on a built tree: vqswitch bridges two guests (config/demo.yaml), and one
 # dpdk-testpmd process plays both guests with DPDK's virtio_user — port 0 on vm0's socket, port 1
 # on vm1's — forwarding in `mac` mode with --tx-first, so frames circle guest -> switch -> guest

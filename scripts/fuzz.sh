@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds the libFuzzer harnesses (fuzz/, clang with ASan+UBSan, in build-fuzz/) and runs them.
 #   scripts/fuzz.sh --smoke            each harness for 1,000,000 executions (a few minutes in all;
 #                                      vhost_message_fuzz, a connection per input, for 120 s)
@@ -97,7 +98,7 @@ case "$mode" in
     exit $status
     ;;
   *)
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '3,10p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Prepares a Debian 12 machine to build and run vqswitch. Idempotent: safe to run again.
 #  1. installs the Debian packages the build and tests need;
 #  2. extracts the DPDK driver-SDK headers (not shipped in libdpdk-dev) from Debian's own dpdk

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Sets up the machine (scripts/setup.sh), builds vqswitch three times — release (GCC -O3), debug with
 # ASan+UBSan, and the clang fuzz harnesses (debugoptimized, the project's default build type) — and
 # runs every test: the whole suite in the release and in the sanitizer build, a smoke run of each

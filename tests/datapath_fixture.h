@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shared set-up for datapath tests: an mbuf pool and a device with one guest TX and one guest RX
 // queue, both served by our datapath.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Catch2 runner for tests that need mbufs: EAL without hugepages, shared config or PCI, so unit
 // tests run anywhere (and in parallel: each process has its own file prefix).
 #define CATCH_CONFIG_RUNNER

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Our own mapping of guest memory and its DMA registration: each region registered while the
 // mapping lives, unregistered (before it is unmapped) when the last reference goes; lent
 // segments carry an IOVA only from memory that is registered.

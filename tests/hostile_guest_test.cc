@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A hostile guest: every malformed ring must be consumed or refused, counted, and survived —
 // without touching memory outside the guest's regions (the sanitizer build checks that part).
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Guest RX notification coalescing through the datapath: packets, time, the guest's suppression,
 // flushes between bursts.
 #include <rte_cycles.h>

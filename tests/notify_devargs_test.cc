@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_vqs devargs for the guest RX notify policy (parse_devargs is compiled in from the PMD).
 #include <catch2/catch.hpp>
 #include <string>

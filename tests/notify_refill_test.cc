@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Refill thresholds: a guest whose posted RX buffers fall below the threshold is notified at
 // once, whatever its suppression or coalescing say, once per crossing.
 #include <rte_cycles.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Offload metadata in both directions, checked against independent checksum code.
 #include <rte_ip.h>
 #include <rte_net.h>

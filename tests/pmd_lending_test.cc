@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_vqs zero-copy beside devices that DMA: map guest memory for all of them, or lend nothing.
 #include <catch2/catch.hpp>
 

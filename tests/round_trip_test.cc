@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Guest TX -> dequeue -> mbufs -> enqueue -> guest RX, every byte compared, across the feature
 // combinations and descriptor layouts real drivers use.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // vqs-selfcheck: drives the datapath for a few seconds with a simulated guest that sends packets
 // to itself (guest TX -> dequeue -> enqueue -> guest RX), compares every byte and prints rates and
 // counters. The README's main command runs it until the PMD and the switch exist.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A simulated virtio-net guest driver for tests: guest memory in several regions, split rings laid
 // out in it, TX chains and RX buffers posted the way real drivers post them (or the way hostile
 // ones do), used entries read back. Lives in ordinary heap memory, so the sanitizer build catches

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Soak: a guest that rewrites its rings while the device serves them. A second thread keeps
 // overwriting descriptors, avail entries, the avail index and the buffers (headers included)
 // with random bytes, as a hostile guest's other vCPU may, during 10^6 bursts in each direction,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "split_ring.h"
 #include "queue_stats.h"
 

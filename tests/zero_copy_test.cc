@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Dequeue zero-copy: lending guest TX buffers as external mbuf buffers, the in-flight limit and
 // its copy fallback, completions in any order and from any thread, the used ring afterwards,
 // and the completion wake-up of a sleeping owner.

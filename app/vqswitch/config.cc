@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // YAML -> Config: a strict schema walk. Every value is checked where it is read, so that the first
 // problem is reported with the position and key path of the value (or key) to blame.
 #include "config.h"

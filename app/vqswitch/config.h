@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // vqswitch's configuration: what a YAML file says, validated, with defaults filled in where they
 // do not depend on a guest (ring-size-derived defaults stay 0 = "auto" until a guest connects).
 // docs/configuration.md documents every key.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "ethdev_port.h"
 
 #include <rte_bus.h>

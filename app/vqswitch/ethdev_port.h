@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A NIC port: any DPDK ethdev (PCI, net_tap, net_af_packet, net_null ...), one rx queue per
 // configured queue and one tx queue per forwarding lcore (fewer when the device has fewer; the
 // plan then shares them under a lock).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A guest port: one vhost-user socket served natively by our datapath library (no ethdev), so
 // a process is not bound by RTE_MAX_ETHPORTS. rx queue q is the guest's TX vring 2q + 1, tx queue
 // q its RX vring 2q.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "l2_bridge.h"
 
 #include <rte_cycles.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The learning L2 bridge (forwarding mode `bridge`): MAC learning per (MAC, VLAN) in a table
 // shared by every forwarding lcore, aging, flooding of broadcast/multicast/unknown unicast within
 // the VLAN, and VLAN access/trunk handling per port.

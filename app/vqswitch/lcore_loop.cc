@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "lcore_loop.h"
 
 #include <rte_cycles.h>

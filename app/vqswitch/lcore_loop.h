@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One forwarding lcore, run to completion: visit each rx queue under its weights, forward what
 // it yields (xconnect or bridge) into per-port tx buffers, flush them after each visit; when
 // idle for busy_poll_us, arm the queues' wake-ups and sleep until a packet or a stop arrives.

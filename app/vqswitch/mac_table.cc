@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "mac_table.h"
 
 #include <rte_cycles.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The bridge's MAC table: (MAC, VLAN) -> output port and last-seen time, shared by every
 // forwarding lcore. Keys live in an rte_hash with lock-free readers and multi-writer add; the
 // port and time of a key sit in an array indexed by the key's position in the hash. Deleted keys'

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // vqswitch: `vqswitch --check FILE` validates a configuration and prints the plan;
 // `vqswitch --config FILE` runs the switch until SIGINT/SIGTERM (or --duration).
 #include <pthread.h>

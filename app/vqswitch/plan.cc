@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Config -> Plan: lcores, rx queue placement, tx queues, xconnect peers.
 #include "plan.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The plan: which lcore polls which rx queue, and which tx queue each lcore uses on each port,
 // worked out from a validated Config without starting anything (`vqswitch --check` prints it).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A port of the switch: a guest (served by our datapath library) or a NIC (any DPDK ethdev).
 // Calls are per burst; one lcore per rx queue, and per tx queue unless the plan marks the tx
 // queue shared (then the caller holds tx_lock()).

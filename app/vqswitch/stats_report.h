@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Statistics for people: a periodic one-line-per-port summary (rates and drops by reason) and the
 // final counters printed at shutdown.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "switch.h"
 
 #include <rte_eal.h>

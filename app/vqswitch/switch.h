@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The running switch: the mbuf pool, the ports in config order, the bridge, and one LcoreLoop
 // per forwarding lcore, built from a Config and its Plan after EAL is up.
 #pragma once

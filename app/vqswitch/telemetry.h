@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rte_telemetry commands, for dpdk-telemetry.py (`--file-prefix` of the switch's EAL):
 //   /vqswitch/ports         the port names
 //   /vqswitch/ports,NAME    that port's counters (rx/tx, drops by reason)

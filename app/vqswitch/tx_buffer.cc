@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "tx_buffer.h"
 
 #include <rte_ethdev.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Per-lcore transmit buffers: one per output port, holding up to a burst of packets for the
 // lcore's own tx queue on that port. Flushed when full and at the end of each rx queue visit.
 // A TCP segment train (a guest's TSO) toward a port that cannot take it whole is cut into

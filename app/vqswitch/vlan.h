@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // VLANs of the L2 bridge: which VLAN a frame belongs to on ingress (VLAN-unaware, access or trunk
 // port), which ports each VLAN floods to, which tag each output needs, and the tag edits on mbuf
 // data. The bridge never relies on NIC VLAN offloads: a tag an ethdev stripped into

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Weighted service of an lcore's rx queues. A visit to a queue ends when the queue is empty or
 // its packet weight or byte weight is spent, whichever comes first. Bytes taken beyond the
 // weight (the last packet of a visit may overshoot) are owed by the queue's next visit

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared by the benchmark scripts (sourced): medians, testpmd's counters, and the tables in
 # docs/benchmarks.md.
 

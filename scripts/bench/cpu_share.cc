@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What one busy CPU costs the other on this machine, second by second: a diagnostic for reading
 // the benchmarks (two pollers, host and guest, always share the machine's two CPUs).
 //

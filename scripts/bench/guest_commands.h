@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the benchmark guests (vqs-noisy-guest, vqs-share-guest, vqs-intr-guest, vqs-zc-guest)
 // share besides their ports: the testpmd commands switch_vs_ovs.sh and zerocopy_stall.sh send
 // them on stdin, the hand-over of the active ports from the main lcore to the worker, and the

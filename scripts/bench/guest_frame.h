@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Frames the benchmark guests build: an Ethernet header and, beyond it, whatever the mbuf held.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the benchmark guests share: starting their ports.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A guest-side traffic source for scripts/bench/pvp.sh and pvp_interleaved.sh (mode
 // guest-tx-fill): sends UDP frames of one size through a port EAL created (virtio_user), writing
 // every byte of each frame as it is built, as a guest kernel does when it copies a socket's data

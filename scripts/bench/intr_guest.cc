@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The guest of the refill benchmark (switch_vs_ovs.sh --scenarios intr-rx): a receiver that
 // sleeps until the switch notifies it, as a Linux guest's virtio-net does, fed by a paced sender
 // in the same guest. Whether the receiver's ring runs dry while it sleeps depends on when the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Latency-bound loop: net_vqs vs DPDK's net_vhost (or two net_vqs builds), in the same harness.
 #
 # Two processes, each polling on its own CPU: the host (dpdk-testpmd, io forwarding from the

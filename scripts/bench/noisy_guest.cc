@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The guests of the noisy-neighbour benchmark (switch_vs_ovs.sh --scenarios noisy): on one
 // forwarding lcore of the switch, a flooder's queue and a probe stream's queue compete, and the
 // probe's one-way latency through the switch shows how long the flooder's visits keep the lcore.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Renders docs/data/TABLE.tsv (written by switch_vs_ovs.sh) as docs/img/TABLE.png: for each
 # scenario and frame size, the ratio of vqswitch's rate to OVS-DPDK's against the variant (a
 # sweep's values, in the order run), one line over all periods (solid) and one per CPU

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # PVP-style comparison of our net_vqs PMD with DPDK's own net_vhost, in the same harness.
 #
 # Two processes, each polling on its own CPU: the host (dpdk-testpmd, io forwarding between the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # PVP comparison of net_vqs with DPDK's net_vhost, both backends in the same two processes,
 # switched every few seconds.
 #

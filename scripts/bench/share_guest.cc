@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The guest of the weight-share benchmark (switch_vs_ovs.sh --scenarios share): several ports
 // flooding one switch lcore at once, each with its own frame size, so that what the switch takes
 // from each (its share) shows whether the per-queue weights hold under overload.

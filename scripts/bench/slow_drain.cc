@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The stalled output of the zero-copy benchmark (zerocopy_stall.sh): a port that holds the mbufs
 // sent to it until a slow consumer takes them, as a NIC's tx ring holds them until the wire
 // (paused by flow control, or slower than the traffic) has sent them.

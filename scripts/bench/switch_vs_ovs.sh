@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # vqswitch against OVS-DPDK (Debian's openvswitch-switch-dpdk), on the same guests, period by
 # period.
 #

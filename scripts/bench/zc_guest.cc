@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The guest of the zero-copy benchmark (zerocopy_stall.sh): two flows leave one TX queue, one to
 // an output that may stall, one to another guest port, and the second one's delivered rate shows
 // whether the first one's stall holds it back.

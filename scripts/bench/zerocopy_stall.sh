@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Zero-copy under a stalled output: what the copy fallback buys (issue 15; the seed's experiment,
 # where vhost-net without its fallback let two flows of one guest fall from ~80k pps to ~400 when
 # one flow's output stalled).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Set-up for L2 bridge tests: a bridge over FakePorts (one rx queue, a tx queue per forwarding
 // lcore), frames built from MACs and tags, and a private mbuf pool that must be full again when
 // the test ends (nothing leaked, nothing freed twice).

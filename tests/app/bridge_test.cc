@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The learning L2 bridge over fake ports: learning, flooding, aging, a full table, VLANs, frame
 // sharing and copies, and several lcores learning while the control thread ages.
 #include <rte_lcore.h>

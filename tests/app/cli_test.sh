@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The vqswitch binary's command line: every example in config/ passes --check and prints a plan;
 # a broken file fails with "FILE:LINE:COL: KEY: message" on stderr and starts nothing; bad options
 # are refused.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The configuration loader and the planner: example configs, exact error messages, defaults,
 // placement, core lists, xconnect peers, tx queue sharing.
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "counting_dma_vdev.h"
 
 #include <bus_driver.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A vdev driver whose devices count the rte_dev_dma_map and rte_dev_dma_unmap calls made on them
 // (the vdev bus hands those to the driver): to see which devices a DMA registrar reaches.
 // Tests only.

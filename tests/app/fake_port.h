@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A port for switch unit tests: rx from a packet source the test fills (or an endless
 // generator), tx into a list the test inspects, with a tx capacity to simulate a full queue.
 #pragma once

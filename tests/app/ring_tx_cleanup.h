@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A net_ring port made to free on request, as a NIC does: net_ring (DPDK 22.11) holds what it is
 // sent in its tx ring and has no tx_done_cleanup; a NIC such as ixgbe keeps sent mbufs until its
 // ring runs low or rte_eth_tx_done_cleanup asks. Tests only.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "ring_tx_offloads.h"
 
 #include <ethdev_driver.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A net_ring port made to claim a NIC's tx offloads (checksums, TSO, chained mbufs) and to refuse
 // marked packets in its tx_prepare, as a NIC's prepare refuses what it cannot send: to test what
 // the switch does around rte_eth_tx_prepare. net_ring itself sends whatever it is given. Tests

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Catch2 runner for the switch against real peers in this process: EAL on hugepages (virtio_user
 // shares its memory with the switch by file descriptor), lcore 1 forwarding, lcore 0 the guests'.
 #define CATCH_CONFIG_RUNNER

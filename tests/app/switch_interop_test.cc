@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // vqswitch against real peers, in this process: DPDK virtio_user guests on the switch's
 // vhost-user sockets (bridge and xconnect, every byte compared; a guest enabling fewer queue
 // pairs than the port has), the Linux kernel through net_tap (a kernel ping answered by a guest

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Tx buffers, weighted polling and the lcore loop (xconnect), over fake ports.
 #include <rte_bus_vdev.h>
 #include <rte_eth_ring.h>

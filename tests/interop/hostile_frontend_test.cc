@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A frontend that sends what QEMU and virtio_user never would, through our own raw client on the
 // port's socket: the process must neither crash nor keep what it refused.
 #include <grp.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Catch2 runner for tests against real virtio drivers in this process: EAL on hugepages
 // (virtio_user shares its memory with the backend by file descriptor), with our PMD loaded as a
 // plugin with -d — as dpdk-testpmd loads it. EAL refuses a plugin below a world-writable directory,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "port_pair.h"
 
 #include <rte_bus_vdev.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Our net_vqs port and a DPDK virtio_user guest on the same vhost-user socket, in this process.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The number of queue pairs we announce to the frontend (VHOST_USER_GET_QUEUE_NUM), asked by a raw
 // vhost-user client as QEMU asks it, and what is counted when a frontend enables more anyway.
 #include <rte_cycles.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "raw_frontend.h"
 
 #include <dirent.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A vhost-user frontend speaking the protocol over the unix socket by hand (ours, not QEMU's or
 // virtio_user's): to send what a real frontend would not, and to see exactly what comes back.
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # net_vqs in dpdk-testpmd (loaded with -d) against a second dpdk-testpmd whose port is DPDK's
 # virtio_user, two processes on their own CPUs, io forwarding on both sides (the guest starts the
 # ping-pong with --tx-first). --stats-period keeps a non-interactive testpmd running until SIGINT

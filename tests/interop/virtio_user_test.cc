@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_vqs against DPDK's virtio_user driver in the same process: every byte compared in both
 // directions, offloads, multiqueue, and guests that come and go while the host forwards.
 #include <rte_bus_vdev.h>

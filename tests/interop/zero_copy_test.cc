@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_vqs dequeue zero-copy against DPDK's virtio_user in this process: packets intact whether
 // lent or copied, a consumer that holds its mbufs never stalls the guest, a guest that goes
 // away while its buffers are lent leaves nothing broken, and a host asleep on its rx interrupt

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "devargs.h"
 
 #include <rte_kvargs.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_vqs devargs: `--vdev net_vqs0,iface=/tmp/vm0.sock,queues=2,client=1`. Names follow DPDK's
 // net_vhost where the meaning is the same (iface, queues, client, tso); notify_coalesce_* and
 // refill_threshold set the guest RX notify policy. docs/pmd.md lists them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Whether net_vqs may lend guest TX buffers (zerocopy=1) in this process, and how. The PMD does
 // not know where the application sends what it receives, so every device that may DMA (any a
 // driver took on a bus other than vdev) is a possible output, and a lent segment must carry an

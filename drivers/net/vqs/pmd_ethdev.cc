@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // eth_dev_ops of net_vqs: configuration, queues, start/stop, link, offload capabilities.
 #include <rte_interrupts.h>
 #include <rte_malloc.h>

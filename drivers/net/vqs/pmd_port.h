@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The net_vqs port: ethdev private data, and the queue objects its bursts receive.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The vdev driver: probe creates a port from devargs, remove closes it.
 #include <bus_driver.h>
 #include <bus_vdev_driver.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The burst functions: enter the vring's gate, run the datapath, leave.
 #include <rte_cycles.h>
 

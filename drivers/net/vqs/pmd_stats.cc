@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Basic stats and xstats: per-queue counters of the datapath, less the snapshot at the last reset.
 #include <cstdio>
 #include <iterator>

@@ -20,13 +20,13 @@
 #include <string>
 #include <vector>
 
-#include "dequeue.h"
-#include "enqueue.h"
+#include "datapath/dequeue.h"
+#include "datapath/enqueue.h"
+#include "datapath/net_offload.h"
+#include "datapath/zero_copy_tracker.h"
 #include "guarded_memory.h"
-#include "net_offload.h"
 #include "queue_teardown.h"
-#include "virtqueue.h"
-#include "zero_copy_tracker.h"
+#include "ring/virtqueue.h"
 
 using namespace vqs;
 using vqs::fuzz::GuardedMemory;

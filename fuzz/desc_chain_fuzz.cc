@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "desc_chain.h"
 #include "guarded_memory.h"
+#include "ring/desc_chain.h"
 
 using namespace vqs;
 using vqs::fuzz::GuardedMemory;

@@ -14,8 +14,8 @@
 #include <cstring>
 #include <vector>
 
-#include "guest_memory.h"
-#include "vring.h"
+#include "ring/guest_memory.h"
+#include "ring/vring.h"
 
 namespace vqs::fuzz {
 

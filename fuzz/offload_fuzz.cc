@@ -31,15 +31,15 @@
 #include <string>
 #include <vector>
 
-#include "dequeue.h"
-#include "enqueue.h"
+#include "datapath/dequeue.h"
+#include "datapath/enqueue.h"
+#include "datapath/net_offload.h"
+#include "datapath/zero_copy_tracker.h"
 #include "fake_port.h"
 #include "guarded_memory.h"
-#include "net_offload.h"
 #include "queue_teardown.h"
+#include "ring/virtqueue.h"
 #include "tx_buffer.h"
-#include "virtqueue.h"
-#include "zero_copy_tracker.h"
 
 using namespace vqs;
 using vqs::app::SwitchDrop;

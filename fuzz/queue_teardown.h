@@ -3,9 +3,9 @@
 // as the control plane does when a session ends; none may be left in flight.
 #pragma once
 
+#include "datapath/zero_copy_tracker.h"
 #include "guarded_memory.h"
-#include "virtqueue.h"
-#include "zero_copy_tracker.h"
+#include "ring/virtqueue.h"
 
 namespace vqs::fuzz {
 

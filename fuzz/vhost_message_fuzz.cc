@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "guarded_memory.h"
-#include "vhost_device.h"
-#include "vhost_user_request.h"
+#include "vhost/vhost_device.h"
+#include "vhost/vhost_user_request.h"
 
 using namespace vqs;
 using R = VhostUserRequest;

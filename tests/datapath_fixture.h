@@ -8,8 +8,8 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
-#include "dequeue.h"
-#include "enqueue.h"
+#include "datapath/dequeue.h"
+#include "datapath/enqueue.h"
 #include "sim_guest.h"
 
 namespace vqs::test {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "desc_chain.h"
+#include "ring/desc_chain.h"
 
 #include <catch2/catch.hpp>
 

@@ -9,10 +9,10 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "datapath/eal_dma_registrar.h"
+#include "datapath/zero_copy_tracker.h"
 #include "datapath_fixture.h"
-#include "eal_dma_registrar.h"
-#include "guest_mapping.h"
-#include "zero_copy_tracker.h"
+#include "ring/guest_mapping.h"
 
 using namespace vqs;
 using namespace vqs::test;

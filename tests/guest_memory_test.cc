@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "guest_memory.h"
+#include "ring/guest_memory.h"
 
 #include <catch2/catch.hpp>
 #include <cstdint>

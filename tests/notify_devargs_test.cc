@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "../drivers/net/vqs/devargs.h"
+#include "vqs/devargs.h"
 
 using namespace vqs;
 

@@ -6,8 +6,8 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "datapath/net_offload.h"
 #include "datapath_fixture.h"
-#include "net_offload.h"
 
 using namespace vqs;
 using namespace vqs::test;

@@ -2,7 +2,7 @@
 // net_vqs zero-copy beside devices that DMA: map guest memory for all of them, or lend nothing.
 #include <catch2/catch.hpp>
 
-#include "../drivers/net/vqs/lending_choice.h"
+#include "vqs/lending_choice.h"
 
 using namespace vqs;
 

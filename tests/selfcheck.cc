@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "dequeue.h"
-#include "enqueue.h"
+#include "datapath/dequeue.h"
+#include "datapath/enqueue.h"
 #include "sim_guest.h"
 
 using namespace vqs;

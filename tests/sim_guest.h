@@ -5,16 +5,16 @@
 // any access the device makes outside the regions.
 #pragma once
 
-#include "virtio_net_hdr.h"
-#include "vring.h"
+#include "ring/virtio_net_hdr.h"
+#include "ring/vring.h"
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <vector>
 
-#include "guest_memory.h"
-#include "virtqueue.h"
+#include "ring/guest_memory.h"
+#include "ring/virtqueue.h"
 
 namespace vqs::test {
 

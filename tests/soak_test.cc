@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "datapath/zero_copy_tracker.h"
 #include "datapath_fixture.h"
-#include "zero_copy_tracker.h"
 
 using namespace vqs;
 using namespace vqs::test;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "split_ring.h"
-#include "queue_stats.h"
+#include "ring/split_ring.h"
+#include "ring/queue_stats.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

@@ -15,9 +15,9 @@
 #include <set>
 #include <thread>
 
+#include "datapath/zero_copy_lend.h"
+#include "datapath/zero_copy_tracker.h"
 #include "datapath_fixture.h"
-#include "zero_copy_lend.h"
-#include "zero_copy_tracker.h"
 
 using namespace vqs;
 using namespace vqs::test;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "socket_access.h"
+#include "vhost/socket_access.h"
 
 namespace vqs::app {
 

@@ -6,7 +6,7 @@
 #include <rte_errno.h>
 #include <rte_pci.h>
 
-#include "net_offload.h"
+#include "datapath/net_offload.h"
 
 #include <algorithm>
 #include <cstring>

@@ -5,10 +5,10 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "dequeue.h"
-#include "enqueue.h"
-#include "net_features.h"
-#include "net_offload.h"
+#include "datapath/dequeue.h"
+#include "datapath/enqueue.h"
+#include "datapath/net_offload.h"
+#include "ring/net_features.h"
 
 namespace vqs::app {
 

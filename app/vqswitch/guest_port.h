@@ -14,7 +14,7 @@
 
 #include "config.h"
 #include "port.h"
-#include "vhost_device.h"
+#include "vhost/vhost_device.h"
 
 namespace vqs::app {
 

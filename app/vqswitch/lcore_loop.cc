@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include "guest_notifier.h"
+#include "ring/guest_notifier.h"
 
 namespace vqs::app {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "virtqueue.h"
+#include "ring/virtqueue.h"
 
 namespace vqs::app {
 

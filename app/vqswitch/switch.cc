@@ -14,7 +14,7 @@
 #include <cstring>
 #include <thread>
 
-#include "eal_dma_registrar.h"
+#include "datapath/eal_dma_registrar.h"
 #include "ethdev_port.h"
 #include "guest_port.h"
 

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "config.h"
-#include "dma_registrar.h"
 #include "l2_bridge.h"
 #include "lcore_loop.h"
 #include "plan.h"
 #include "port.h"
+#include "ring/dma_registrar.h"
 
 namespace vqs::app {
 

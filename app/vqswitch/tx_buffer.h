@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "net_offload.h"
+#include "datapath/net_offload.h"
 #include "port.h"
 
 namespace vqs::app {

@@ -29,8 +29,8 @@
 
 #include "../interop/port_pair.h"
 #include "config.h"
-#include "dequeue.h"
-#include "eal_dma_registrar.h"
+#include "datapath/dequeue.h"
+#include "datapath/eal_dma_registrar.h"
 #include "guest_port.h"
 #include "plan.h"
 #include "ring_tx_cleanup.h"

@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "counting_dma_vdev.h"
-#include "eal_dma_registrar.h"
+#include "datapath/eal_dma_registrar.h"
 #include "ethdev_port.h"
 #include "fake_port.h"
 #include "lcore_loop.h"

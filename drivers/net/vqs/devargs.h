@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "vhost_device.h"
+#include "vhost/vhost_device.h"
 
 namespace vqs {
 

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "pmd_port.h"
-#include "virtqueue.h"
+#include "ring/virtqueue.h"
 
 namespace vqs {
 namespace {

@@ -7,9 +7,9 @@
 
 #include <memory>
 
-#include "eal_dma_registrar.h"
-#include "queue_stats.h"
-#include "vhost_device.h"
+#include "datapath/eal_dma_registrar.h"
+#include "ring/queue_stats.h"
+#include "vhost/vhost_device.h"
 
 namespace vqs {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "datapath/eal_dma_registrar.h"
 #include "devargs.h"
-#include "eal_dma_registrar.h"
 #include "lending_choice.h"
 #include "pmd_port.h"
 

@@ -2,8 +2,8 @@
 // The burst functions: enter the vring's gate, run the datapath, leave.
 #include <rte_cycles.h>
 
-#include "dequeue.h"
-#include "enqueue.h"
+#include "datapath/dequeue.h"
+#include "datapath/enqueue.h"
 #include "pmd_port.h"
 
 namespace vqs {

@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "datapath/enqueue.h"
+
+#include "ring/virtio_net_hdr.h"
+
+#include <rte_cycles.h>
+#include <rte_prefetch.h>
+
+#include <cstring>
+
+#include "datapath/net_offload.h"
+
+namespace vqs {
+namespace {
+
+// Of each guest buffer a burst writes, the packet bytes fetched ahead for writing (one line: the
+// hardware prefetcher follows a longer copy).
+constexpr uint32_t kRxPrefetchBytes = 64;
+
+struct RxHead {
+  uint16_t id;
+  uint32_t capacity;
+};
+
+// Writes header and packet into the buffers in `iov` (already known to be large enough), then
+// the offload patches (checksums) into the packet's copy.
+void write_packet(const IoVecList& iov, const VirtioNetHdrMrgRxbuf& hdr, uint32_t hdr_size,
+                  const rte_mbuf* m, const GuestRxOffload& offload) {
+  IoVecCursor cursor(iov);
+  cursor.write(&hdr, hdr_size);
+  for (const rte_mbuf* seg = m; seg != nullptr; seg = seg->next)
+    cursor.write(rte_pktmbuf_mtod(seg, const uint8_t*), seg->data_len);
+  for (uint8_t i = 0; i < offload.patch_count; ++i) {
+    const GuestRxOffload::Patch& p = offload.patches[i];
+    IoVecCursor at(iov);
+    at.skip(hdr_size + p.offset);
+    at.write(p.bytes, p.len);
+  }
+}
+
+// The header of a packet without offloads in one buffer: zero, num_buffers 1. Written only where
+// the guest's copy differs. A DPDK guest puts it at the end of the line before the packet (below
+// a 128-byte headroom), and a buffer it reuses usually holds this header already (its own tx
+// wrote it, or our last write): left alone, the line stays in the guest's cache and its rx reads
+// it without a miss, where a store would cost the guest one line transfer per packet.
+// librte_vhost skips such writes too (ASSIGN_UNLESS_EQUAL).
+void write_plain_header(uint8_t* buf, uint32_t hdr_size) {
+  VirtioNetHdrMrgRxbuf hdr{};
+  hdr.num_buffers = 1;
+  // Constant sizes, so that the comparisons are inlined.
+  if (hdr_size == sizeof(hdr)) {
+    if (std::memcmp(buf, &hdr, sizeof(hdr)) != 0) std::memcpy(buf, &hdr, sizeof(hdr));
+  } else {
+    if (std::memcmp(buf, &hdr, sizeof(VirtioNetHdr)) != 0)
+      std::memcpy(buf, &hdr, sizeof(VirtioNetHdr));
+  }
+}
+
+// Descriptor reads a burst may spend gathering, per packet, on top of one longest chain: a
+// 64 KiB packet in 1.5 KiB mergeable buffers takes 44 one-descriptor chains, and Linux's
+// non-mergeable big-packet chains have 19 descriptors. Chains of empty or tiny buffers could
+// otherwise cost 10^5-10^6 reads a packet.
+constexpr uint32_t kRxDescriptorsPerPacket = 64;
+
+// Gathers posted receive chains for one packet, from ring position `pos` on.
+class RxBufferGatherer {
+ public:
+  RxBufferGatherer(VirtQueue& vq, uint16_t posted, uint16_t packets)
+      : vq_(vq),
+        posted_(posted),
+        descriptors_left_(kRxDescriptorsPerPacket * packets + IoVecList::kCapacity) {}
+
+  enum class Outcome { kFits, kTooSmall, kRingEmpty };
+
+  // Non-mergeable: one chain that must hold `need` bytes. Invalid chains on the way are
+  // consumed (used.len 0) and counted. kTooSmall leaves the chain posted.
+  Outcome one_chain(uint16_t& pos, uint32_t need) {
+    IoVecList& iov = vq_.iov_scratch();
+    for (;;) {
+      if (pos == posted_) return Outcome::kRingEmpty;
+      const uint16_t id = vq_.ring().avail_head(pos);
+      iov.clear();
+      const ChainError error = read(id, iov);
+      if (budget_spent()) {
+        posted_ = pos;  // this chain and the rest stay posted for the next burst
+        return Outcome::kRingEmpty;
+      }
+      if (error != ChainError::kNone) {
+        ++pos;
+        if (!consume_invalid(id)) posted_ = pos;  // enough for this burst: as if the ring ended
+        continue;
+      }
+      if (iov.total_len() < need) return Outcome::kTooSmall;
+      heads_[0] = RxHead{id, need};
+      head_count_ = 1;
+      ++pos;
+      return Outcome::kFits;
+    }
+  }
+
+  // Mergeable: as many chains as `need` takes, each at least one header long. Invalid chains on
+  // the way are consumed and counted; see leave_posted() for when the packet is not written.
+  Outcome merged_chains(uint16_t& pos, uint32_t need, uint32_t hdr_size) {
+    IoVecList& iov = vq_.iov_scratch();
+    iov.clear();
+    head_count_ = 0;
+    uint64_t capacity = 0;
+    uint16_t walk = pos;
+    uint16_t first_valid = 0;
+    bool invalid_after_valid = false;
+    while (capacity < need) {
+      if (walk == posted_) {
+        pos = leave_posted(walk, first_valid, invalid_after_valid);
+        return Outcome::kRingEmpty;
+      }
+      const uint16_t id = vq_.ring().avail_head(walk);
+      const uint32_t before = iov.count();
+      const uint64_t before_len = iov.total_len();
+      const ChainError error = read(id, iov);
+      if (budget_spent()) {
+        iov.truncate(before);
+        posted_ = walk;  // this chain and the rest stay posted for the next burst
+        pos = leave_posted(walk, first_valid, invalid_after_valid);
+        return Outcome::kRingEmpty;
+      }
+      if (error == ChainError::kTooManySegments && head_count_ > 0) {
+        // The guest's buffers are too small for this packet within our segment limit.
+        pos = leave_posted(walk, first_valid, invalid_after_valid);
+        return Outcome::kTooSmall;
+      }
+      ++walk;
+      const uint64_t chain_len = iov.total_len() - before_len;
+      if (error != ChainError::kNone || chain_len < hdr_size) {
+        iov.truncate(before);
+        if (head_count_ > 0 && vq_.features().in_order) {
+          // In order, this chain's used entry cannot go before those of the chains gathered
+          // ahead of it: they go back empty first, and the packet gathers afresh after it.
+          return_gathered();
+          iov.clear();
+          capacity = 0;
+        } else if (head_count_ > 0) {
+          invalid_after_valid = true;
+        }
+        if (!consume_invalid(id)) posted_ = walk;  // enough for this burst: as if the ring ended
+        continue;
+      }
+      if (head_count_ == 0) first_valid = static_cast<uint16_t>(walk - 1);
+      const uint64_t take = need - capacity < chain_len ? need - capacity : chain_len;
+      heads_[head_count_++] = RxHead{id, static_cast<uint32_t>(take)};
+      capacity += chain_len;
+    }
+    // Gathered chains are consumed; invalid chains among them were already returned.
+    pos = walk;
+    return Outcome::kFits;
+  }
+
+  uint32_t head_count() const { return head_count_; }
+  const RxHead& head(uint32_t i) const { return heads_[i]; }
+
+ private:
+  ChainError read(uint16_t id, IoVecList& iov) {
+    uint32_t visited = 0;
+    const ChainError error = vq_.chain_reader().read(id, ChainAccess::kDeviceWrites, iov, &visited);
+    if (visited > descriptors_left_ && !budget_spent_) {
+      budget_spent_ = true;
+      ++vq_.stats().rx_descriptor_budget_bursts;
+    }
+    descriptors_left_ -= visited < descriptors_left_ ? visited : descriptors_left_;
+    return error;
+  }
+  bool budget_spent() const { return budget_spent_; }
+
+  // The packet will not be written: the ring position to go on from. Gathered chains stay posted
+  // unless an invalid chain after them was consumed; then they go back to the guest empty.
+  uint16_t leave_posted(uint16_t walk, uint16_t first_valid, bool invalid_after_valid) {
+    if (head_count_ == 0) return walk;
+    if (!invalid_after_valid) return first_valid;
+    return_gathered();
+    return walk;
+  }
+
+  // The gathered chains go back to the guest empty (used.len 0), in ring order.
+  void return_gathered() {
+    for (uint32_t i = 0; i < head_count_; ++i) vq_.ring().put_used(heads_[i].id, 0);
+    head_count_ = 0;
+  }
+
+  // An invalid chain goes back empty. Counted per chain, not as a packet drop: the packet goes on
+  // to the next chain. Bounded per burst, so a ring full of invalid chains costs one burst a few
+  // thousand descriptor reads at most.
+  bool consume_invalid(uint16_t id) {
+    vq_.ring().put_used(id, 0);
+    ++vq_.stats().invalid_rx_chains;
+    return ++invalid_chains_ < kMaxInvalidChainsPerBurst;
+  }
+
+  static constexpr uint32_t kMaxInvalidChainsPerBurst = 32;
+
+  VirtQueue& vq_;
+  uint16_t posted_;
+  uint32_t descriptors_left_;
+  bool budget_spent_ = false;
+  uint32_t invalid_chains_ = 0;
+  uint32_t head_count_ = 0;
+  // Each gathered chain has at least one buffer, so the segment limit bounds the chain count.
+  RxHead heads_[IoVecList::kCapacity];
+};
+
+}  // namespace
+
+BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) {
+  BurstResult result;
+  if (!vq.ready() || count == 0) return result;
+  SplitRing& ring = vq.ring();
+  const uint16_t posted = vq.avail_count();
+  const NetFeatures& features = vq.features();
+  const uint32_t hdr_size = features.net_hdr_size;
+  QueueStats& stats = vq.stats();
+  const uint16_t used_before = ring.last_used_idx();
+  const uint64_t packets_before = stats.packets;
+  RxBufferGatherer gatherer(vq, posted, count);
+  uint16_t pos = 0;
+  uint16_t consumed = 0;
+
+  // The mbufs' headers are read first (length, offload flags): fetch them all now, and each
+  // packet's data one packet ahead.
+  for (uint16_t i = 0; i < count; ++i) rte_prefetch0(pkts[i]);
+  vq.prefetch_rx_chains(posted < count ? posted : count, kRxPrefetchBytes);
+  const DescChainReader& reader = vq.chain_reader();
+  // Offload requests that need plan_guest_rx_offload(); anything else gets a zero header.
+  const uint64_t offload_mask = RTE_MBUF_F_TX_L4_MASK | RTE_MBUF_F_TX_IP_CKSUM |
+                                RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_UDP_SEG |
+                                (features.guest_csum ? RTE_MBUF_F_RX_L4_CKSUM_MASK : 0);
+  for (; consumed < count; ++consumed) {
+    const rte_mbuf* m = pkts[consumed];
+    if (consumed + 1 < count) rte_prefetch0(rte_pktmbuf_mtod(pkts[consumed + 1], const void*));
+    const uint32_t len = rte_pktmbuf_pkt_len(m);
+    // Fast path: a one-segment packet without offload requests into a one-descriptor chain that
+    // holds it whole (with or without mergeable buffers, what the slow path would do too).
+    if (pos < posted && m->nb_segs == 1 && (m->ol_flags & offload_mask) == 0) {
+      const uint16_t id = ring.avail_head(pos);
+      uint32_t buf_len = 0;
+      uint8_t* buf = reader.single_buffer(id, ChainAccess::kDeviceWrites, &buf_len);
+      if (buf != nullptr && buf_len >= hdr_size + len) {
+        write_plain_header(buf, hdr_size);
+        std::memcpy(buf + hdr_size, rte_pktmbuf_mtod(m, const uint8_t*), len);
+        ring.put_used(id, hdr_size + len);
+        ++pos;
+        result.bytes += len;
+        stats.count_packet(len);
+        continue;
+      }
+    }
+    GuestRxOffload offload;
+    const DropReason refused =
+        len > kMaxFrameLen ? DropReason::kTooLarge : plan_guest_rx_offload(m, features, &offload);
+    if (refused != DropReason::kCount) {
+      stats.count_drop(refused);
+      continue;
+    }
+    const uint32_t need = hdr_size + len;
+    const RxBufferGatherer::Outcome outcome = features.mrg_rxbuf
+                                                  ? gatherer.merged_chains(pos, need, hdr_size)
+                                                  : gatherer.one_chain(pos, need);
+    if (outcome == RxBufferGatherer::Outcome::kRingEmpty) break;
+    if (outcome == RxBufferGatherer::Outcome::kTooSmall) {
+      stats.count_drop(DropReason::kTooLarge);
+      continue;
+    }
+    VirtioNetHdrMrgRxbuf hdr;
+    hdr.hdr = offload.hdr;
+    hdr.num_buffers = static_cast<uint16_t>(gatherer.head_count());
+    write_packet(vq.iov_scratch(), hdr, hdr_size, m, offload);
+    for (uint32_t i = 0; i < gatherer.head_count(); ++i)
+      ring.put_used(gatherer.head(i).id, gatherer.head(i).capacity);
+    result.bytes += len;
+    stats.count_packet(len);
+  }
+  ring.consume(pos);
+  vq.complete_rx_burst(used_before, static_cast<uint32_t>(stats.packets - packets_before),
+                       static_cast<uint16_t>(posted - pos),
+                       vq.notify_timed() ? rte_get_tsc_cycles() : 0);
+  result.packets = consumed;
+  return result;
+}
+
+}  // namespace vqs

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Guest TX zero-copy: a packet whose first bytes are copied into the mbuf (the headers the rest of
+// the system parses and may rewrite then live in our memory, and the guest cannot change them
+// after they were checked) and whose payload is the guest's own buffers, attached as external
+// buffers under a slot lent by the queue's ZeroCopyTracker.
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <cstdint>
+
+#include "datapath/mbuf_stash.h"
+#include "datapath/zero_copy_tracker.h"
+#include "ring/io_vec.h"
+#include "ring/virtio_net_hdr.h"
+
+namespace vqs {
+
+// Bytes copied into the head mbuf: Ethernet, a VLAN tag, IPv6 and a TCP header with options.
+constexpr uint32_t kZeroCopyHeadLen = 128;
+// Payload pieces (guest buffers, split at memory-region boundaries) one packet may lend.
+constexpr uint32_t kZeroCopyMaxPieces = 64;
+// The longest TCP header (data offset 15).
+constexpr uint32_t kMaxL4HeaderLen = 60;
+
+// Whether a packet with virtio-net header `hdr` may be lent. An offload request has us rewrite
+// the headers it names (checksum completion, here or at an output without the offload, and
+// segmentation), and the device must never write into a buffer the guest gave it to read: so
+// with a request, the checksum field and an L4 header of any length from csum_start must lie
+// in the copied head. Segmentation without a checksum request names no header: copied.
+inline bool offload_fits_head(const VirtioNetHdr& hdr) {
+  if (!(hdr.flags & kNetHdrFNeedsCsum)) return hdr.gso_type == kNetHdrGsoNone;
+  const uint32_t start = hdr.csum_start;
+  return start + kMaxL4HeaderLen <= kZeroCopyHeadLen &&
+         start + hdr.csum_offset + 2 <= kZeroCopyHeadLen;
+}
+
+enum class LendResult {
+  kLent,
+  kNoSlot,         // the tracker's limit is reached: copy (and count it)
+  kNotAttachable,  // no payload beyond the head, a piece over 64 KiB, or too many pieces: copy
+  kPoolEmpty,      // no mbufs for the pieces: the packet stays in the ring
+};
+
+// Builds `head` (a fresh mbuf) as the packet in `chain` after its `hdr_size`-byte virtio-net
+// header, `pkt_len` bytes, lending the chain at descriptor `desc_head`; the payload segments come
+// from `stash`. `dma_ready`: the chain's memory is registered for DMA at IOVA = address
+// (GuestMapping::dma_ready), so the segments carry their address as buf_iova; else RTE_BAD_IOVA,
+// and outputs that DMA copy them. On any result but kLent, `head` is unchanged and nothing is
+// lent.
+LendResult lend_packet(const IoVecList& chain, uint32_t hdr_size, uint32_t pkt_len,
+                       uint16_t desc_head, rte_mbuf* head, MbufStash& stash,
+                       ZeroCopyTracker& tracker, bool dma_ready);
+
+}  // namespace vqs

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Guest TX buffers lent to the rest of the system (dequeue zero-copy). Per virtqueue at most
+// `limit()` chains are lent at a time, each to the mbufs attached to it as external buffers, with
+// one shared-info slot per chain. Whoever frees the chain's last mbuf (any lcore or thread) marks
+// the slot done with one atomic OR; the owning lcore reaps done slots into the used ring in its
+// next burst. Used entries of a split ring may come in any order (a device with zero-copy does
+// not offer IN_ORDER), so completion order does not matter.
+//
+// Slot reuse: a slot is handed out again only after its completion has been reaped, so a late
+// completion can never be taken for a newer chain's. When the ring stops with chains still lent,
+// those slots are orphaned: their completion, whenever it comes, frees the slot without touching
+// any ring (the ring of that session is gone).
+//
+// Lifetime: a completer still reads its tracker after setting its done bit (whether the owner
+// sleeps, then maybe its eventfd), so the owner can see every chain back while a completer is
+// not done with the tracker. A device therefore never frees its trackers: it takes them with
+// acquire() and gives them back for reuse (type-stable memory, the eventfd kept open), so that
+// such a late read finds a tracker, at worst another device's, which it may wake once for
+// nothing.
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "ring/guest_mapping.h"
+#include "ring/split_ring.h"
+
+namespace vqs {
+
+class ZeroCopyTracker {
+ public:
+  static constexpr uint16_t kMaxSlots = 128;
+
+  // min(128, ring size / 4): a quarter of the guest's ring at most is ever lent, so a consumer
+  // that holds its mbufs cannot starve the guest of TX buffers.
+  static uint16_t limit_for_ring(uint16_t ring_size) {
+    const uint16_t quarter = static_cast<uint16_t>(ring_size / 4);
+    return quarter < kMaxSlots ? quarter : kMaxSlots;
+  }
+
+  ZeroCopyTracker();
+  ~ZeroCopyTracker();
+  ZeroCopyTracker(const ZeroCopyTracker&) = delete;
+  ZeroCopyTracker& operator=(const ZeroCopyTracker&) = delete;
+
+  // A tracker for a device (control plane): a reused one when any was given back, reset. The
+  // handle gives it back, which it may only do with nothing lent (in_flight() == 0); a device
+  // that gives up waiting for its chains releases the handle instead, leaving it allocated.
+  struct Recycle {
+    void operator()(ZeroCopyTracker* tracker) const;
+  };
+  using Handle = std::unique_ptr<ZeroCopyTracker, Recycle>;
+  static Handle acquire();
+
+  // Owner, when the ring starts: the limit for its size. Orphans of earlier sessions still count
+  // against it until they complete.
+  void start(uint16_t ring_size) { limit_ = limit_for_ring(ring_size); }
+  // Owner, when the ring stops: chains still lent will not be returned to this ring.
+  void orphan_lent();
+  // Owner (the ring stopped): the guest mapping chains are lent from from now on; nullptr when
+  // the memory outlives every lent mbuf anyway (tests). While chains are lent from a mapping, the
+  // tracker holds a reference to it, so the memory stays mapped until the last one completes.
+  void set_mapping(GuestMapping* mapping);
+
+  // Owner: lends a slot for the chain at `head`, whose packet is attached to `segments` mbufs.
+  // nullptr when limit() chains are lent: the caller copies instead.
+  rte_mbuf_ext_shared_info* lend(uint16_t head, uint16_t segments);
+  // Owner: undoes lend() for a chain whose mbufs were never handed out (attach failed midway).
+  void cancel(rte_mbuf_ext_shared_info* shinfo);
+
+  // Any thread: whether completions wait to be reaped (a cheap check before reap()).
+  bool completions_waiting() const {
+    return (done_[0].load(std::memory_order_relaxed) | done_[1].load(std::memory_order_relaxed)) !=
+           0;
+  }
+  // Owner: puts the heads of completed chains on `ring` (used.len 0: the device wrote nothing)
+  // and frees their slots; orphans are freed only. Returns the entries put on the ring.
+  uint16_t reap(SplitRing& ring);
+  // Owner: frees completed slots without touching a ring (nothing attached, e.g. at teardown).
+  void reap_orphans_only();
+
+  // Completion wake-ups, for an owner that sleeps while its chains are lent to other threads (a
+  // NIC freeing them after its tx burst, a ring consumer): an eventfd that the first completion
+  // after arm_wake(true) writes, once. Owner or control plane, before the owner first sleeps:
+  // the fd (created on first call, then kept for the tracker's life, so a completer never writes
+  // to a closed fd), or -1 when none can be created.
+  int wake_fd();
+  // Owner: before sleeping (true) and after (false). Arming drains the fd, and writes it at once
+  // when completions already wait, so none is slept through.
+  void arm_wake(bool armed);
+  // Times a completion (or arming) wrote the fd. Any thread.
+  uint64_t wakes() const { return wakes_.load(std::memory_order_relaxed); }
+  // Orphaned chains whose completion was reaped (their descriptors never went back to a ring).
+  // Written by the owner, read by any thread.
+  uint64_t orphans_reaped() const { return orphans_reaped_.load(std::memory_order_relaxed); }
+
+  uint16_t limit() const { return limit_; }
+  // Owner: whether chains lent now come from memory registered for DMA (GuestMapping::dma_ready).
+  bool dma_ready() const { return mapping_ != nullptr && mapping_->dma_ready(); }
+  // Chains lent now, orphans included. Owner; other threads read a recent value.
+  uint16_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Slot {
+    rte_mbuf_ext_shared_info shinfo;  // first: the free callback gets the slot from its opaque
+    ZeroCopyTracker* tracker = nullptr;
+    GuestMapping* mapping = nullptr;  // the chain's memory (nullptr: not ours to keep)
+    bool own_ref = false;             // holds its own reference to `mapping` (lent before a remap)
+    uint16_t head = 0;
+    uint8_t index = 0;
+    bool orphan = false;
+  };
+  static void on_free(void* addr, void* opaque);
+  // The state of a new tracker, but for the eventfd (kept open). Nothing may be lent.
+  void reset();
+  void wake_owner();
+  void drop_mapping_ref(Slot& s);
+  template <typename PutUsed>
+  uint16_t reap_with(PutUsed&& put_used);
+
+  Slot slots_[kMaxSlots];
+  uint64_t free_[2];  // owner: slots that may be lent
+  std::atomic<uint16_t> in_flight_{0};
+  uint16_t limit_ = 0;
+  GuestMapping* mapping_ = nullptr;
+  uint16_t lent_from_mapping_ = 0;  // lent slots covered by the one reference held to mapping_
+  std::atomic<uint64_t> orphans_reaped_{0};
+  int wake_fd_ = -1;
+  // Written by whichever thread frees an mbuf: a line of its own. wake_armed_ shares it, since
+  // every completion reads it right after its OR.
+  alignas(64) std::atomic<uint64_t> done_[2]{};
+  std::atomic<bool> wake_armed_{false};
+  std::atomic<uint64_t> wakes_{0};
+};
+
+}  // namespace vqs

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Walks one descriptor chain of a split virtqueue into host buffers.
+//
+// The descriptor table is guest memory, changed by the guest at any time: each descriptor is copied
+// once and only the copy is checked and used. A chain is bounded by the ring size and by
+// IoVecList::kCapacity, counting every descriptor (of an indirect table too, empty ones too), so
+// loops end cheaply; indirect tables must lie in guest memory, hold whole descriptors and not nest;
+// the write-only flag must match the direction.
+#pragma once
+
+#include "ring/vring.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "ring/guest_memory.h"
+#include "ring/io_vec.h"
+#include "ring/prefetch.h"
+
+namespace vqs {
+
+enum class ChainAccess : uint8_t {
+  kDeviceReads,   // guest TX: every descriptor read-only
+  kDeviceWrites,  // guest RX: every descriptor write-only
+};
+
+enum class ChainError : uint8_t {
+  kNone,
+  kBadIndex,               // head or next outside the (indirect) table
+  kBadAddress,             // buffer or indirect table not inside guest memory, or wraps
+  kTooLong,                // more descriptors than the ring size or IoVecList::kCapacity: a loop
+                           // or an oversized chain
+  kTooManySegments,        // more than IoVecList::kCapacity host buffers
+  kWrongDirection,         // write-only flag does not match the direction
+  kIndirectNotNegotiated,  // VIRTQ_DESC_F_INDIRECT without kRingFIndirectDesc
+  kNestedIndirect,         // indirect descriptor inside an indirect table
+  kIndirectWithNext,       // INDIRECT and NEXT together (forbidden by the spec)
+  kBadIndirectLength,      // indirect table empty or not a multiple of 16 bytes
+};
+
+const char* chain_error_name(ChainError error);
+
+class DescChainReader {
+ public:
+  DescChainReader() = default;
+  DescChainReader(const VringDesc* table, uint16_t ring_size, const GuestMemory* memory,
+                  bool indirect_negotiated)
+      : table_(table),
+        ring_size_(ring_size),
+        memory_(memory),
+        indirect_negotiated_(indirect_negotiated) {}
+
+  // Appends the chain's buffers to `out`, in order. On error `out` holds a partial chain: callers
+  // truncate it back. With `visited`, adds the descriptors read (at most the chain bound), for
+  // callers that bound a burst's work.
+  ChainError read(uint16_t head, ChainAccess access, IoVecList& out,
+                  uint32_t* visited = nullptr) const {
+    const uint32_t bound = ring_size_ < IoVecList::kCapacity ? ring_size_ : IoVecList::kCapacity;
+    uint32_t left = bound;
+    const ChainError error = walk(head, access, out, left);
+    if (visited != nullptr) *visited += bound - left;
+    return error;
+  }
+
+  // The common case, checked quickly: a chain of one descriptor (no NEXT, no INDIRECT) in the
+  // given direction, non-empty and whole inside one guest region. Its buffer, or nullptr when the
+  // chain is anything else — then read() decides. Never accepts what read() would reject.
+  uint8_t* single_buffer(uint16_t head, ChainAccess access, uint32_t* len) const {
+    if (head >= ring_size_) return nullptr;
+    VringDesc d;
+    std::memcpy(&d, &table_[head], sizeof(d));
+    asm volatile("" ::: "memory");  // one read of guest memory: use only the copy
+    const uint16_t want = access == ChainAccess::kDeviceWrites ? kVringDescFWrite : 0;
+    if (d.flags != want || d.len == 0) return nullptr;
+    *len = d.len;
+    return memory_->translate(d.addr, d.len);
+  }
+
+  // Cache hint for the first `bytes` of a chain's first buffer (within the descriptor's length),
+  // before it is read for real: guest-written lines then arrive together for a whole burst
+  // instead of one miss per packet. Only a hint: anything odd is skipped.
+  void prefetch_first_buffer(uint16_t head, uint32_t bytes) const {
+    uintptr_t line = 0, last = 0;
+    if (!first_buffer_lines(head, bytes, &line, &last)) return;
+    for (; line <= last; line += kCacheLine) prefetch_line(reinterpret_cast<const void*>(line));
+  }
+  // Guest RX: the first `bytes` of the buffer the device writes next. The line holding its first
+  // byte (the virtio-net header, left alone when unchanged so that the guest's copy stays valid)
+  // is fetched for reading, the lines after it for writing.
+  void prefetch_first_buffer_for_write(uint16_t head, uint32_t bytes) const {
+    uintptr_t line = 0, last = 0;
+    if (!first_buffer_lines(head, bytes, &line, &last)) return;
+    prefetch_line(reinterpret_cast<const void*>(line));
+    for (line += kCacheLine; line <= last; line += kCacheLine)
+      prefetch_line_for_write(reinterpret_cast<const void*>(line));
+  }
+
+ private:
+  ChainError walk(uint16_t head, ChainAccess access, IoVecList& out, uint32_t& budget) const;
+
+  // The first and last cache lines of the first `bytes` of the chain's first buffer, clipped to
+  // the descriptor and translated within guest memory; false when there is nothing to fetch.
+  bool first_buffer_lines(uint16_t head, uint32_t bytes, uintptr_t* first, uintptr_t* last) const {
+    if (head >= ring_size_) return false;
+    // One read of guest memory: a length the guest rewrote between two reads would not pass
+    // the clip below.
+    VringDesc d;
+    std::memcpy(&d, &table_[head], sizeof(d));
+    asm volatile("" ::: "memory");
+    if (d.flags & kVringDescFIndirect) return false;
+    const uint32_t len = d.len < bytes ? d.len : bytes;
+    const uint8_t* p = len != 0 ? memory_->translate(d.addr, len) : nullptr;
+    if (p == nullptr) return false;
+    *first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kCacheLine - 1};
+    *last = reinterpret_cast<uintptr_t>(p) + len - 1;
+    return true;
+  }
+
+  const VringDesc* table_ = nullptr;
+  uint16_t ring_size_ = 0;
+  const GuestMemory* memory_ = nullptr;
+  bool indirect_negotiated_ = false;
+};
+
+}  // namespace vqs

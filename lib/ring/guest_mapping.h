@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Our own mapping of a guest's memory regions, for dequeue zero-copy. mbufs lent to the rest of
+// the system point into guest memory; librte_vhost unmaps its copy when the guest disconnects or
+// changes its memory table, which may come before the last lent mbuf is freed. This mapping (of
+// the same region fds, MAP_SHARED) is reference counted instead: the device holds one reference,
+// and so does every ZeroCopyTracker with chains lent into it, so the memory stays mapped until
+// the last of them lets go, and a slow consumer never reads unmapped memory.
+//
+// With a DmaRegistrar, each region is also registered for DMA (IOVA = host virtual address) for
+// the mapping's life, so lent buffers may go to a NIC that DMAs as they are; the last release,
+// on whichever thread it happens, unregisters before it unmaps.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ring/dma_registrar.h"
+#include "ring/guest_memory.h"
+
+namespace vqs {
+
+// The size of the pages backing a mapping of `fd`: the huge page size of a hugetlbfs file (or
+// memfd), else the system page size.
+uint64_t backing_page_size(int fd);
+
+// Whether a region of `size` bytes at `offset` in the file `fd` lies within the file. A mapping
+// reaching past the end of a file succeeds, and the first touch of that part raises SIGBUS; a
+// frontend controls the fd, so every region is checked before it is mapped. Only regular files
+// (memfd, hugetlbfs, /dev/shm: what QEMU's memory backends use) are accepted, and no empty
+// region. False with `why`.
+bool region_fits_file(int fd, uint64_t offset, uint64_t size, std::string* why);
+
+class GuestMapping {
+ public:
+  // A region as the vhost-user frontend sent it: its fd, the size of the file mapping, and where
+  // the region starts in it.
+  struct Region {
+    uint64_t guest_phys_addr;
+    uint64_t size;
+    int fd;
+    uint64_t mmap_size;
+    uint64_t mmap_offset;
+  };
+
+  // Maps every region and fills `memory` with our addresses; nullptr (nothing left mapped,
+  // `memory` cleared) with `error` set when a region cannot be mapped or is rejected. With a
+  // `registrar` (which must outlive the mapping) each mapped region is registered with it; a
+  // region it refuses leaves the mapping usable, but not dma_ready().
+  static GuestMapping* create(const std::vector<Region>& regions, GuestMemory* memory,
+                              DmaRegistrar* registrar, std::string* error);
+  GuestMapping(const GuestMapping&) = delete;
+  GuestMapping& operator=(const GuestMapping&) = delete;
+
+  void retain() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  // The last release unregisters, unmaps and deletes.
+  void release();
+  // Every region is registered with the registrar: buffers in it may be DMAed at IOVA = address.
+  bool dma_ready() const { return dma_ready_; }
+
+ private:
+  GuestMapping() = default;
+  ~GuestMapping();
+
+  struct Mapped {
+    void* addr;
+    uint64_t len;
+    bool registered;
+  };
+  std::vector<Mapped> mapped_;
+  DmaRegistrar* registrar_ = nullptr;
+  bool dma_ready_ = false;
+  std::atomic<uint32_t> refs_{1};
+};
+
+}  // namespace vqs

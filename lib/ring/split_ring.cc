@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "ring/split_ring.h"
+
+#include <cstring>
+
+namespace vqs {
+
+bool SplitRing::attach(const SplitRingAddrs& addrs, uint16_t last_avail_idx, uint16_t last_used_idx,
+                       bool event_idx) {
+  const uint32_t size = addrs.size;
+  if (addrs.desc == nullptr || addrs.avail == nullptr || addrs.used == nullptr) return false;
+  if (size == 0 || size > kMaxSize || (size & (size - 1)) != 0) return false;
+  addrs_ = addrs;
+  mask_ = static_cast<uint16_t>(size - 1);
+  last_avail_ = last_avail_idx;
+  last_used_ = last_used_idx;
+  shadow_count_ = 0;
+  shadow_limit_ = static_cast<uint16_t>(size < kShadowSize ? size : kShadowSize);
+  signalled_used_ = last_used_idx;
+  signalled_used_valid_ = false;
+  event_idx_ = event_idx;
+  broken_ = false;
+  kicks_enabled_ = true;  // so that the call below writes the suppression state
+  set_kicks_enabled(false);
+  return true;
+}
+
+void SplitRing::flush_shadow() {
+  if (shadow_count_ == 0) return;
+  // The shadow holds the entries just before last_used_; copy them in at most two pieces.
+  const uint16_t first = static_cast<uint16_t>(last_used_ - shadow_count_) & mask_;
+  const uint16_t until_end = static_cast<uint16_t>(addrs_.size - first);
+  const uint16_t head = shadow_count_ < until_end ? shadow_count_ : until_end;
+  std::memcpy(&addrs_.used->ring[first], shadow_, head * sizeof(VringUsedElem));
+  std::memcpy(&addrs_.used->ring[0], shadow_ + head,
+              (shadow_count_ - head) * sizeof(VringUsedElem));
+  shadow_count_ = 0;
+}
+
+bool SplitRing::guest_wants_interrupt() {
+  const uint16_t old_idx = signalled_used_;
+  const bool old_valid = signalled_used_valid_;
+  signalled_used_ = last_used_;
+  signalled_used_valid_ = true;
+  if (old_idx == last_used_) return false;  // nothing used since the last decision
+  // Our used-index store must be visible before we read the guest's suppression state, or both
+  // sides may decide the other will act (store-load ordering needs a full barrier).
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (!event_idx_) {
+    const uint16_t flags = __atomic_load_n(&addrs_.avail->flags, __ATOMIC_RELAXED);
+    return !(flags & kVringAvailFNoInterrupt);
+  }
+  if (!old_valid) return true;
+  const uint16_t used_event = __atomic_load_n(&addrs_.avail->ring[addrs_.size], __ATOMIC_RELAXED);
+  // vring_need_event: the guest wants an interrupt once used idx moves past used_event.
+  return static_cast<uint16_t>(last_used_ - used_event - 1) <
+         static_cast<uint16_t>(last_used_ - old_idx);
+}
+
+void SplitRing::set_kicks_enabled(bool enabled) {
+  if (enabled == kicks_enabled_) return;
+  kicks_enabled_ = enabled;
+  if (event_idx_) {
+    // Disabled: leave avail_event one behind our index, so the guest kicks only once it has
+    // posted a whole 2^16 entries; the guest ignores kVringUsedFNoNotify with EVENT_IDX.
+    write_avail_event(enabled ? last_avail_ : static_cast<uint16_t>(last_avail_ - 1));
+  } else {
+    uint16_t flags = __atomic_load_n(&addrs_.used->flags, __ATOMIC_RELAXED);
+    flags = enabled ? (flags & ~kVringUsedFNoNotify) : (flags | kVringUsedFNoNotify);
+    __atomic_store_n(&addrs_.used->flags, flags, __ATOMIC_RELAXED);
+  }
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+}  // namespace vqs

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The device side of one split virtqueue: our indices, used-ring writes and both directions of
+// notification suppression (VRING_*_F_NO_* flags, or kRingFEventIdx).
+//
+// librte_vhost keeps indices of its own that our datapath does not update, so the notification
+// decision is made here, on ours. No EAL here.
+#pragma once
+
+#include <cstdint>
+
+#include "ring/prefetch.h"
+#include "ring/vring.h"
+
+namespace vqs {
+
+struct SplitRingAddrs {
+  VringDesc* desc = nullptr;
+  VringAvail* avail = nullptr;
+  VringUsed* used = nullptr;
+  uint16_t size = 0;  // a power of two, at most 32768
+};
+
+class SplitRing {
+ public:
+  static constexpr uint32_t kMaxSize = 32768;
+
+  // Fails on a null ring or a size that is zero, not a power of two or above kMaxSize. The
+  // indices are where the device resumes (0 on a fresh device; librte_vhost's vring base after
+  // a reconnect). Guest kicks start disabled: the datapath polls.
+  bool attach(const SplitRingAddrs& addrs, uint16_t last_avail_idx, uint16_t last_used_idx,
+              bool event_idx);
+  void detach() { addrs_ = SplitRingAddrs{}; }
+  bool attached() const { return addrs_.desc != nullptr; }
+
+  uint16_t size() const { return addrs_.size; }
+  uint16_t last_avail_idx() const { return last_avail_; }
+  uint16_t last_used_idx() const { return last_used_; }
+
+  // A guest that claims more posted entries than the ring holds has corrupted its ring: like
+  // QEMU's "virtio: queue broken", the ring is then not served again until it is re-attached.
+  bool broken() const { return broken_; }
+
+  // Entries the guest posted that we have not consumed; 0 (and broken) on a corrupt avail index.
+  // Entries read after this call are ordered after the index read.
+  uint16_t avail_count() {
+    if (broken_) return 0;
+    const uint16_t avail_idx = __atomic_load_n(&addrs_.avail->idx, __ATOMIC_ACQUIRE);
+    const uint16_t count = static_cast<uint16_t>(avail_idx - last_avail_);
+    if (count > addrs_.size) {
+      broken_ = true;
+      return 0;
+    }
+    return count;
+  }
+  // The head of the i-th entry not yet consumed; unchecked guest data, the chain reader checks it.
+  uint16_t avail_head(uint16_t i) const {
+    return __atomic_load_n(&addrs_.avail->ring[(last_avail_ + i) & mask_], __ATOMIC_RELAXED);
+  }
+  void consume(uint16_t count) { last_avail_ = static_cast<uint16_t>(last_avail_ + count); }
+
+  // Cache hints, for lines the guest wrote last: the descriptor an avail entry points to
+  // (unchecked: a prefetch of an out-of-range slot is harmless but skipped, as the address would be
+  // outside the table).
+  void prefetch_desc(uint16_t head) const {
+    if (head < addrs_.size) prefetch_line(&addrs_.desc[head]);
+  }
+  // The descriptors of the next `count` entries, all at once: their cache misses then overlap
+  // instead of each packet waiting for its own.
+  void prefetch_descs(uint16_t count) const {
+    for (uint16_t i = 0; i < count; ++i) prefetch_desc(avail_head(i));
+  }
+
+  // Stages a used entry; the guest sees it after publish_used(). Entries collect in a local
+  // shadow and are copied to the ring together: writing them one by one into cache lines the
+  // guest is polling costs the guest a line transfer per packet. The shadow never holds more
+  // than the ring: a burst may stage more entries than that (lent chains coming back, plus a
+  // full ring from a guest that reuses descriptors it has not got back), and one copy of them
+  // would run past the ring's end.
+  void put_used(uint16_t id, uint32_t len) {
+    if (shadow_count_ == shadow_limit_) flush_shadow();
+    shadow_[shadow_count_++] = VringUsedElem{id, len};
+    last_used_ = static_cast<uint16_t>(last_used_ + 1);
+  }
+  // Makes staged used entries visible (one index store per burst) and, when guest kicks are
+  // enabled with EVENT_IDX, tells the guest how far we have read.
+  void publish_used() {
+    flush_shadow();
+    if (kicks_enabled_ && event_idx_) write_avail_event(last_avail_);
+    __atomic_store_n(&addrs_.used->idx, last_used_, __ATOMIC_RELEASE);
+  }
+
+  // Whether the guest asked to be interrupted for the used entries published since the last call
+  // that returned true or false: kVringAvailFNoInterrupt, or used_event with EVENT_IDX (16-bit
+  // wrap-around as in the spec's vring_need_event).
+  bool guest_wants_interrupt();
+
+  // Guest -> device notifications (kicks). Disabled while polling; enable before sleeping, then
+  // call avail_count() once more, since the guest may have posted before it saw the change.
+  void set_kicks_enabled(bool enabled);
+  bool event_idx() const { return event_idx_; }
+
+ private:
+  void write_avail_event(uint16_t value) {
+    // The u16 right after the used ring's entries.
+    auto* avail_event =
+        reinterpret_cast<uint16_t*>(reinterpret_cast<uint8_t*>(addrs_.used) + sizeof(VringUsed) +
+                                    sizeof(VringUsedElem) * addrs_.size);
+    __atomic_store_n(avail_event, value, __ATOMIC_RELAXED);
+  }
+
+  static constexpr uint16_t kShadowSize = 64;
+
+  void flush_shadow();
+
+  SplitRingAddrs addrs_{};
+  uint16_t shadow_count_ = 0;
+  uint16_t shadow_limit_ = 0;  // min(kShadowSize, ring size)
+  VringUsedElem shadow_[kShadowSize];
+  uint16_t mask_ = 0;
+  uint16_t last_avail_ = 0;
+  uint16_t last_used_ = 0;
+  uint16_t signalled_used_ = 0;
+  bool signalled_used_valid_ = false;
+  bool event_idx_ = false;
+  bool kicks_enabled_ = false;
+  bool broken_ = false;
+};
+
+}  // namespace vqs

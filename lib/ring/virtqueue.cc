@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "ring/virtqueue.h"
+
+#include <sys/eventfd.h>
+
+namespace vqs {
+
+bool VirtQueue::start(const Setup& setup) {
+  features_ = NetFeatures::from_bits(setup.features);
+  if (setup.memory == nullptr ||
+      !ring_.attach(setup.addrs, setup.last_avail_idx, setup.last_used_idx, features_.event_idx)) {
+    ring_.detach();
+    return false;
+  }
+  reader_ =
+      DescChainReader(setup.addrs.desc, setup.addrs.size, setup.memory, features_.indirect_desc);
+  callfd_ = setup.callfd;
+  broken_counted_ = false;
+  // Lent chains return out of order: never on a ring that promised IN_ORDER (not offered then).
+  zero_copy_ = features_.in_order ? nullptr : setup.zero_copy;
+  zero_copy_min_len_ = setup.zero_copy_min_len;
+  zero_copy_fallback_ = setup.zero_copy_fallback;
+  if (setup.notify)
+    notifier_.start(*setup.notify, setup.addrs.size, setup.tsc_hz);
+  else
+    notifier_.start_off();
+  return true;
+}
+
+void VirtQueue::stop() {
+  // Entries published but not yet notified would wait for the next burst after a restart, or
+  // for ever: tell the guest now (the callfd is still the guest's while we are being stopped).
+  if (ring_.attached() && notifier_.pending()) interrupt_guest();
+  notifier_.reset();
+  ring_.detach();
+  callfd_ = -1;
+  zero_copy_ = nullptr;
+}
+
+void VirtQueue::complete_burst(uint16_t used_before) {
+  if (ring_.last_used_idx() == used_before) return;
+  ring_.publish_used();
+  if (ring_.guest_wants_interrupt()) interrupt_guest();
+}
+
+void VirtQueue::apply_notify_policy(uint16_t used_before, uint32_t delivered, uint16_t remaining,
+                                    uint64_t now_tsc) {
+  bool wanted = false;
+  if (ring_.last_used_idx() != used_before) {
+    ring_.publish_used();
+    wanted = ring_.guest_wants_interrupt();
+  }
+  // The snapshot is from before the burst; the guest may have posted since, so look again
+  // before calling it low (one load, only then).
+  const uint32_t threshold = notifier_.refill_threshold();
+  const bool low = remaining < threshold && avail_count() < threshold;
+  switch (notifier_.after_burst(wanted, delivered, low, now_tsc)) {
+    case GuestNotifier::Action::kNone:
+      break;
+    case GuestNotifier::Action::kDefer:
+      ++stats_.guest_notifications_coalesced;
+      break;
+    case GuestNotifier::Action::kNotifyForRefill:
+      ++stats_.guest_notifications_refill;
+      interrupt_guest();
+      break;
+    case GuestNotifier::Action::kNotify:
+      interrupt_guest();
+      break;
+  }
+}
+
+void VirtQueue::interrupt_guest() {
+  ++stats_.guest_notifications;
+  // A full eventfd counter (EAGAIN) still wakes the guest: nothing to retry.
+  if (callfd_ >= 0) (void)eventfd_write(callfd_, 1);
+}
+
+}  // namespace vqs

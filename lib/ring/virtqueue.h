@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// One virtio-net virtqueue as the datapath serves it: the split ring, the guest memory it points
+// into, the negotiated features, counters and per-queue scratch space. Owned by one lcore at a
+// time; the control plane calls start()/stop() only while that lcore is kept away (quiesced).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "ring/desc_chain.h"
+#include "ring/guest_memory.h"
+#include "ring/guest_notifier.h"
+#include "ring/io_vec.h"
+#include "ring/net_features.h"
+#include "ring/notify_policy.h"
+#include "ring/queue_stats.h"
+#include "ring/split_ring.h"
+
+namespace vqs {
+
+class ZeroCopyTracker;
+
+// Guest TX packets of at least this many bytes may be lent instead of copied (as Linux vhost-net's
+// GOODCOPY_LEN): below it a copy costs less than the bookkeeping.
+constexpr uint32_t kDefaultZeroCopyMinLen = 256;
+
+// Largest packet (after the virtio-net header) we take from or give to a guest: a 64 KiB IP
+// packet behind an Ethernet header with one VLAN tag.
+constexpr uint32_t kMaxFrameLen = 65535 + 14 + 4;
+
+// What one burst consumed, for per-queue packet and byte weights.
+struct BurstResult {
+  uint16_t packets = 0;
+  // Guest TX zero-copy: the queue's in-flight limit had packets of this burst copied (its lent
+  // buffers are held somewhere; a NIC that frees lazily may be asked to let them go).
+  bool lending_full = false;
+  uint32_t bytes = 0;
+};
+
+class VirtQueue {
+ public:
+  struct Setup {
+    SplitRingAddrs addrs;
+    uint16_t last_avail_idx = 0;
+    uint16_t last_used_idx = 0;
+    uint64_t features = 0;
+    const GuestMemory* memory = nullptr;
+    int callfd = -1;  // eventfd that interrupts the guest; -1: the guest polls
+    // Guest RX queues: coalescing and refill threshold for complete_rx_burst(). Unset: notify
+    // after every burst the guest wants it, no threshold.
+    std::optional<NotifyPolicy> notify;
+    uint64_t tsc_hz = 0;  // converts notify->coalesce_usecs to TSC cycles
+    // Guest TX queues: lend packets of at least zero_copy_min_len bytes through this tracker
+    // (started by the owner for the ring's size); nullptr: always copy.
+    ZeroCopyTracker* zero_copy = nullptr;
+    uint32_t zero_copy_min_len = kDefaultZeroCopyMinLen;
+    // At the in-flight limit: copy (true), or leave the packet in the ring until a lent chain
+    // comes back (false; benchmarks only: the head-of-line blocking the copy prevents).
+    bool zero_copy_fallback = true;
+  };
+
+  // False (and not ready) when the ring addresses or size are unusable.
+  bool start(const Setup& setup);
+  void stop();
+  bool ready() const { return ring_.attached() && !ring_.broken(); }
+
+  SplitRing& ring() { return ring_; }
+  const SplitRing& ring() const { return ring_; }
+  const DescChainReader& chain_reader() const { return reader_; }
+  const NetFeatures& features() const { return features_; }
+  QueueStats& stats() { return stats_; }
+  const QueueStats& stats() const { return stats_; }
+  IoVecList& iov_scratch() { return iov_; }
+  ZeroCopyTracker* zero_copy() const { return zero_copy_; }
+  uint32_t zero_copy_min_len() const { return zero_copy_min_len_; }
+  bool zero_copy_fallback() const { return zero_copy_fallback_; }
+
+  // Entries the guest posted and we have not consumed (RX buffers or TX packets): cheap, for
+  // refill thresholds. Counts the moment a corrupt ring is found.
+  uint16_t avail_count() {
+    const uint16_t n = ring_.avail_count();
+    if (n == 0 && ring_.broken() && !broken_counted_) {
+      ++stats_.ring_broken;
+      broken_counted_ = true;
+    }
+    return n;
+  }
+
+  // Cache hints for the next `count` posted chains: descriptors first, then (once those are on
+  // their way) the buffers they point to. The misses of a burst overlap instead of queueing.
+  // Guest TX: the header and the packet's first `packet_bytes`. Guest RX: the line the header
+  // goes to, and for writing the packet's first `packet_bytes`.
+  void prefetch_tx_chains(uint16_t count, uint32_t packet_bytes) const {
+    ring_.prefetch_descs(count);
+    const uint32_t bytes = features_.net_hdr_size + packet_bytes;
+    for (uint16_t i = 0; i < count; ++i) reader_.prefetch_first_buffer(ring_.avail_head(i), bytes);
+  }
+  void prefetch_rx_chains(uint16_t count, uint32_t packet_bytes) const {
+    ring_.prefetch_descs(count);
+    const uint32_t bytes = features_.net_hdr_size + packet_bytes;
+    for (uint16_t i = 0; i < count; ++i)
+      reader_.prefetch_first_buffer_for_write(ring_.avail_head(i), bytes);
+  }
+
+  // Ends a guest TX burst: makes the used entries visible and interrupts the guest if it asked
+  // for it.
+  void complete_burst(uint16_t used_before);
+
+  // Ends a guest RX burst: publishes, then applies the notify policy. `delivered`: packets
+  // written; `remaining`: posted buffers left after the burst (a snapshot: re-read when it looks
+  // low); `now_tsc`: read only when notify_timed().
+  void complete_rx_burst(uint16_t used_before, uint32_t delivered, uint16_t remaining,
+                         uint64_t now_tsc) {
+    if (!notifier_.coalescing() && notifier_.refill_threshold() == 0) {
+      complete_burst(used_before);
+      return;
+    }
+    apply_notify_policy(used_before, delivered, remaining, now_tsc);
+  }
+
+  // Sends a deferred (coalesced) notification whose time has come. The owner of the queue calls
+  // it between bursts, cheaply and often (every lcore loop iteration, or each tx burst), so that
+  // a deferred notification is not stranded when traffic stops. Inside the queue's gate.
+  void flush_notifications(uint64_t now_tsc) {
+    if (notifier_.pending() && notifier_.flush(now_tsc)) interrupt_guest();
+  }
+  // Whether a flush could send anything (a caller may skip reading the TSC otherwise).
+  bool notification_pending() const { return notifier_.pending(); }
+  // Whether bursts and flushes need the current TSC (coalesce_usecs set).
+  bool notify_timed() const { return notifier_.timed(); }
+  // The refill threshold in effect (0: none), resolved for the ring size at start().
+  uint32_t refill_threshold() const { return notifier_.refill_threshold(); }
+
+ private:
+  void apply_notify_policy(uint16_t used_before, uint32_t delivered, uint16_t remaining,
+                           uint64_t now_tsc);
+  void interrupt_guest();
+
+  SplitRing ring_;
+  DescChainReader reader_;
+  NetFeatures features_;
+  int callfd_ = -1;
+  bool broken_counted_ = false;
+  GuestNotifier notifier_;
+  QueueStats stats_;
+  IoVecList iov_;
+  ZeroCopyTracker* zero_copy_ = nullptr;
+  uint32_t zero_copy_min_len_ = kDefaultZeroCopyMinLen;
+  bool zero_copy_fallback_ = true;
+};
+
+}  // namespace vqs

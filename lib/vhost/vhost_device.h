@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// One vhost-user socket and the virtio-net device a guest connects through it: librte_vhost runs
+// the control plane; this class keeps our virtqueues in step with it and admits the datapath only
+// while a queue's state is complete. Shared by the net_vqs PMD and vqswitch.
+//
+// librte_vhost calls in on its own thread, often with its per-queue locks held; see
+// docs/architecture.md, "Control plane", for which calls and what each one does here.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "datapath/zero_copy_tracker.h"
+#include "ring/guest_mapping.h"
+#include "ring/guest_memory.h"
+#include "ring/notify_policy.h"
+#include "ring/virtqueue.h"
+#include "vhost/queue_gate.h"
+#include "vhost/socket_access.h"
+
+namespace vqs {
+
+// librte_vhost 22.11 serves at most this many queue pairs per device (VHOST_MAX_QUEUE_PAIRS).
+constexpr uint16_t kMaxQueuePairs = 128;
+
+struct VhostDeviceOptions {
+  std::string path;          // the vhost-user socket
+  uint16_t queue_pairs = 1;  // served; vrings beyond them are never polled
+  bool client = false;       // connect to the socket instead of listening on it
+  bool reconnect = true;     // client mode: reconnect when the peer goes away
+  SocketAccess access;       // server mode: the socket's mode and group, set when it is created
+  bool tso = false;          // offer HOST/GUEST_TSO4/6
+  NotifyPolicy notify;       // for each guest RX vring (2q), applied when it starts
+  // Guest TX: lend packets of at least zero_copy_min_len bytes instead of copying them, at most
+  // min(128, ring size / 4) per vring at a time (see ZeroCopyTracker).
+  bool zero_copy = false;
+  uint32_t zero_copy_min_len = kDefaultZeroCopyMinLen;
+  // At the limit, copy (true) or wait for a lent chain to come back (benchmarks only).
+  bool zero_copy_fallback = true;
+  // Optional: asks whoever holds lent buffers to free those it is done with (the switch has its
+  // lcores clean their NIC tx queues). Called on librte_vhost's thread while a stopping guest TX
+  // vring waits for its lent chains, again every few ms of the wait; must not block. The PMD
+  // leaves it unset: the application owns its tx queues.
+  std::function<void()> release_lent;
+  // Optional, with zero-copy: registers our mapping of the guest's memory for DMA while it lives
+  // (the switch: as external memory, mapped for its NICs, in IOVA-as-VA mode). Without it, or
+  // when it refuses a region, lent segments carry RTE_BAD_IOVA. Must outlive the device.
+  DmaRegistrar* dma_registrar = nullptr;
+  // With zero-copy: lend only from memory the registrar registered, copy everything otherwise.
+  // For an owner that cannot copy for the outputs that DMA (the PMD: the application sends
+  // wherever it likes); the switch copies for them itself.
+  bool lend_only_dma_ready = false;
+};
+
+// The virtio features we offer, and the vhost-user protocol features we handle.
+uint64_t offered_virtio_features(bool tso, bool zero_copy);
+uint64_t handled_protocol_features();
+
+class VhostDevice {
+ public:
+  // Told about state changes, on librte_vhost's thread or the thread calling set_datapath_enabled,
+  // never while our lock is held.
+  class Listener {
+   public:
+    virtual ~Listener() = default;
+    virtual void on_link_change(bool up) = 0;
+    virtual void on_vring_state(uint16_t vring, bool enabled) = 0;
+  };
+
+  // Registers the socket with librte_vhost and starts it (listening, or connecting in client
+  // mode). nullptr with `error` set when librte_vhost refuses.
+  static std::unique_ptr<VhostDevice> create(const VhostDeviceOptions& options, Listener* listener,
+                                             std::string* error);
+  ~VhostDevice();  // unregisters the socket; the datapath must have stopped calling in
+
+  VhostDevice(const VhostDevice&) = delete;
+  VhostDevice& operator=(const VhostDevice&) = delete;
+
+  const std::string& path() const { return options_.path; }
+  uint16_t queue_pairs() const { return options_.queue_pairs; }
+  bool tso() const { return options_.tso; }
+  uint16_t vring_count() const { return static_cast<uint16_t>(2 * options_.queue_pairs); }
+  // Guest connected and its device running.
+  bool link_up() const { return link_up_.load(std::memory_order_acquire); }
+  // Frontends connected to the socket now, admitted or not (control plane: takes our mutex).
+  size_t frontend_connections();
+  uint64_t negotiated_features() const { return features_.load(std::memory_order_acquire); }
+
+  // The owner's switch for the whole datapath (the ethdev port started / stopped). Disabling
+  // returns once no lcore is inside a burst.
+  void set_datapath_enabled(bool enabled);
+
+  // Datapath, one lcore per vring: the queue to burst on, or nullptr when it may not be used now.
+  // Vring 2q is guest RX (we enqueue), 2q + 1 guest TX (we dequeue).
+  VirtQueue* enter(uint16_t vring) {
+    Vring& v = vrings_[vring];
+    return v.gate.enter() ? &v.queue : nullptr;
+  }
+  void leave(uint16_t vring) { vrings_[vring].gate.leave(); }
+  // Whether enter() would admit the datapath to `vring` now (a hint: it may change at any time).
+  bool vring_ready(uint16_t vring) const { return vrings_[vring].gate.is_open(); }
+  // Whether the served guest has enabled `vring`, whatever our datapath's state. Control plane
+  // (takes our mutex, which listener calls are made without).
+  bool vring_enabled(uint16_t vring);
+
+  // Guest kicks as a wake-up source (rx interrupts). The owner hands us an epoll fd per vring
+  // that stays the same for the application; we keep the vring's current kickfd registered in it
+  // as guests come, go and change fds (-1: none). With zero-copy, completions of lent chains
+  // wake it too (see arm_kicks). Control plane.
+  void set_kick_waiter(uint16_t vring, int epoll_fd);
+  // Datapath, by the lcore that polls the vring: ask the guest to kick (before sleeping) or not.
+  // Arming drains the kickfd and, if the guest posted before it could see the change, kicks
+  // ourselves so that the sleeper wakes at once. With zero-copy it also arms the first completion
+  // of a lent chain to wake the sleeper (at once if one is waiting). Remembered across guest
+  // reconnects. Returns false when no guest is attached now.
+  bool arm_kicks(uint16_t vring, bool armed);
+
+  // Counters of a vring, kept across guest reconnects. Read from any thread (monitoring): the
+  // values may be a burst old.
+  const QueueStats& stats(uint16_t vring) const { return vrings_[vring].queue.stats(); }
+  // Guest TX vring `vring` with zero-copy: chains lent now and the limit (0 without zero-copy).
+  uint16_t zero_copy_in_flight(uint16_t vring) const {
+    return vrings_[vring].zero_copy ? vrings_[vring].zero_copy->in_flight() : 0;
+  }
+  uint16_t zero_copy_limit(uint16_t vring) const {
+    return vrings_[vring].zero_copy ? vrings_[vring].zero_copy->limit() : 0;
+  }
+  bool zero_copy_enabled(uint16_t vring) const { return vrings_[vring].zero_copy != nullptr; }
+  // Times a completion woke the vring's sleeping owner (see arm_kicks).
+  uint64_t zero_copy_wakeups(uint16_t vring) const {
+    return vrings_[vring].zero_copy ? vrings_[vring].zero_copy->wakes() : 0;
+  }
+  uint32_t zero_copy_min_len() const { return options_.zero_copy_min_len; }
+  // Chains of `vring` completed after their session ended (ZeroCopyTracker::orphans_reaped).
+  uint64_t zero_copy_orphans(uint16_t vring) const {
+    return vrings_[vring].zero_copy ? vrings_[vring].zero_copy->orphans_reaped() : 0;
+  }
+  // Control plane, now and then: with the guest gone, frees the slots of lent chains completed
+  // since, so that the memory they kept (mapping, DMA registration) goes without waiting for the
+  // guest to come back. Returns the chains still lent.
+  uint32_t reap_orphans();
+  // Vrings the guest enabled beyond the queue pairs we serve (a configuration mismatch that
+  // GET_QUEUE_NUM does not prevent with a frontend that does not ask it, e.g. virtio_user).
+  uint64_t unserved_vring_enables() const { return unserved_vring_enables_.load(); }
+  // SET_MEM_TABLE messages refused before librte_vhost mapped them: a region past the end of its
+  // file (its first touch would raise SIGBUS), or fds that do not match the regions.
+  uint64_t refused_memory_tables() const { return refused_memory_tables_.load(); }
+  void count_refused_memory_table() { refused_memory_tables_.fetch_add(1); }
+  // vhost-user requests refused as outside what we negotiate (served_request).
+  uint64_t refused_messages() const { return refused_messages_.load(); }
+  void count_refused_message() { refused_messages_.fetch_add(1); }
+  // Frontends refused because another one was connected (see admit()).
+  uint64_t refused_frontends() const { return refused_frontends_.load(); }
+  // At each message: whether connection `vid` may speak. The first connection to send a message
+  // is admitted; a later one is refused while an admitted one is still connected (one frontend
+  // per port: a second one would take the port over). librte_vhost processes a closed
+  // connection's end before the next one's first message, so a frontend that reconnects at once
+  // is admitted.
+  bool admit(int vid);
+
+  // librte_vhost callbacks (static trampolines find the device by socket path).
+  int on_new_connection(int vid);
+  void on_destroy_connection(int vid);
+  int on_new_device(int vid);
+  void on_destroy_device(int vid);
+  void on_vring_state_changed(int vid, uint16_t vring, bool enabled);
+  // Before (`after` false) and after librte_vhost handles a message. True when we answer it
+  // ourselves instead (GET_QUEUE_NUM: the queue pairs we serve): *reply is the u64 to send back.
+  bool on_message(int vid, uint32_t request, bool after, uint64_t* reply);
+
+ private:
+  struct alignas(64) Vring {
+    QueueGate gate;
+    VirtQueue queue;
+    bool enabled = false;  // by the guest (SET_VRING_ENABLE / ready)
+    bool started = false;  // our VirtQueue attached to the guest's ring
+    int kickfd = -1;       // the guest's, while started
+    int waiter_epfd = -1;  // the owner's epoll fd that kickfd is registered in
+    std::atomic<bool> kicks_armed{false};
+    ZeroCopyTracker::Handle zero_copy;  // guest TX vrings, with options.zero_copy
+  };
+  // Stopping a guest TX vring with chains lent: waits (bounded) for their completions and returns
+  // them to the guest before the ring's indices are handed back.
+  void return_lent_locked(Vring& v);
+
+  explicit VhostDevice(const VhostDeviceOptions& options, Listener* listener);
+  // Brings every vring to the state the flags below ask for. Called with mutex_ held.
+  void apply_locked();
+  bool start_vring_locked(uint16_t index);
+  void stop_vring_locked(uint16_t index);
+  // Reads librte_vhost's memory table into memory_ (and, with zero-copy, our own mapping of it).
+  // Unless `force`, a table that did not change since the last load is kept as it is: a message
+  // that does not change memory must not remap it (with zero-copy, an mmap and a DMA
+  // registration of every region).
+  bool load_memory_locked(bool force);
+  void watch_kickfd_locked(Vring& v, bool watch);
+  // With zero-copy: the tracker's completion eventfd in the owner's epoll fd as well.
+  void watch_completions_locked(Vring& v, bool watch);
+
+  const VhostDeviceOptions options_;
+  Listener* const listener_;
+  std::unique_ptr<Vring[]> vrings_;
+
+  bool registered_ = false;  // listed and registered with librte_vhost
+
+  std::mutex mutex_;  // control plane only: librte_vhost's thread vs the owner's thread
+  std::map<int, std::vector<bool>> enabled_by_vid_;  // per connection: vrings the guest enabled
+  std::set<int> admitted_;                           // connections that passed admit()
+  int vid_ = -1;                                     // the device being served
+  bool running_ = false;                             // between new_device and destroy_device
+  bool suspended_ = false;         // inside a message that changes what the rings point to
+  bool datapath_enabled_ = false;  // the owner's switch
+  GuestMemory memory_;
+  GuestMapping* mapping_ = nullptr;  // with zero-copy: our own mapping behind memory_
+  // The table memory_ was loaded from, to tell whether a reload would change anything (the fd
+  // too: librte_vhost may map a new file where it unmapped the old one).
+  struct LoadedRegion {
+    uint64_t guest_phys_addr, size, host_user_addr, mmap_size;
+    int fd;
+    bool operator==(const LoadedRegion&) const = default;
+  };
+  std::vector<LoadedRegion> loaded_table_;
+  // While vrings stop together (one apply_locked), their waits for lent chains share one
+  // deadline: a device stop costs librte_vhost's thread kLentStopWaitMs at most, not that per
+  // vring. 0: no wait started yet.
+  uint64_t lent_wait_deadline_ = 0;
+  std::atomic<uint64_t> features_{0};
+  std::atomic<bool> link_up_{false};
+  std::atomic<uint64_t> unserved_vring_enables_{0};
+  std::atomic<uint64_t> refused_memory_tables_{0};
+  std::atomic<uint64_t> refused_messages_{0};
+  std::atomic<uint64_t> refused_frontends_{0};
+};
+
+}  // namespace vqs

@@ -101,13 +101,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   setup.memory = &memory.table();
   setup.addrs = SplitRingAddrs{tx.desc, tx.avail, tx.used, n};
   setup.last_avail_idx = setup.last_used_idx = start_idx;
+  LendPolicy lending;  // copies all unless zero_copy
   if (zero_copy) {
-    setup.zero_copy = &tracker;
-    setup.zero_copy_min_len = zero_copy_min_len;
+    lending.tracker = &tracker;
+    lending.min_len = zero_copy_min_len;
   }
   if (!txq.start(setup)) std::abort();
   setup.addrs = SplitRingAddrs{rx.desc, rx.avail, rx.used, n};
-  setup.zero_copy = nullptr;
   if (!rxq.start(setup)) std::abort();
 
   // What only the guest and enqueue may write: buffers, descriptor tables, avail rings. Kept as
@@ -139,7 +139,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const uint16_t max = ops.ConsumeIntegralInRange<uint16_t>(1, 1024);
         const uint32_t max_bytes = ops.ConsumeIntegralInRange<uint32_t>(1, 1u << 20);
         const uint16_t used_before = tx.used->idx;
-        const BurstResult r = dequeue_burst(txq, pool, burst, max, max_bytes);
+        const BurstResult r = dequeue_burst(txq, pool, burst, max, max_bytes, lending);
         VQS_FUZZ_CHECK(static_cast<uint16_t>(tx.used->idx - used_before) <= n);
         VQS_FUZZ_CHECK(r.packets <= max);
         held.insert(held.end(), burst, burst + r.packets);

@@ -416,18 +416,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   setup.memory = &memory.table();
   setup.features = tx_features;
   setup.addrs = SplitRingAddrs{tx.desc, tx.avail, tx.used, kTxRing};
+  LendPolicy lending;  // copies all unless zero_copy
   if (zero_copy) {
-    setup.zero_copy = &tracker;
-    setup.zero_copy_min_len = zero_copy_min_len;
+    lending.tracker = &tracker;
+    lending.min_len = zero_copy_min_len;
   }
   if (!txq.start(setup)) std::abort();
   setup.features = rx_features;
   setup.addrs = SplitRingAddrs{rx.desc, rx.avail, rx.used, kRxRing};
-  setup.zero_copy = nullptr;
   if (!rxq.start(setup)) std::abort();
 
   rte_mbuf* m = nullptr;
-  const BurstResult got = dequeue_burst(txq, pool, &m, 1, UINT32_MAX);
+  const BurstResult got = dequeue_burst(txq, pool, &m, 1, UINT32_MAX, lending);
   VQS_FUZZ_CHECK(got.packets == 1 || txq.stats().total_drops() == 1);
 
   if (got.packets == 1) {

@@ -38,7 +38,7 @@ struct Device {
   std::vector<rte_mbuf*> dequeue(uint16_t max = 256, uint32_t max_bytes = kNoByteLimit,
                                  rte_mempool* pool = test_pool()) {
     std::vector<rte_mbuf*> pkts(max);
-    const BurstResult r = dequeue_burst(txq, pool, pkts.data(), max, max_bytes);
+    const BurstResult r = dequeue_burst(txq, pool, pkts.data(), max, max_bytes, lending);
     last_dequeue = r;
     pkts.resize(r.packets);
     held.insert(held.end(), pkts.begin(), pkts.end());
@@ -65,6 +65,7 @@ struct Device {
   SimGuest rx;
   VirtQueue txq;
   VirtQueue rxq;
+  LendPolicy lending;           // how dequeue() lends (copies all by default)
   std::vector<rte_mbuf*> held;  // mbufs the test has not handed back yet
   BurstResult last_dequeue;     // what the last dequeue() returned
 };

@@ -172,14 +172,10 @@ TEST_CASE("zero-copy: lent segments carry their address as IOVA only from regist
     {
       Device dev(kModernFeatures, 256);
       ZeroCopyTracker tracker;
-      dev.txq.stop();
-      VirtQueue::Setup setup = dev.tx.setup();
-      setup.zero_copy = &tracker;
-      setup.zero_copy_min_len = kDefaultZeroCopyMinLen;
+      dev.lending.tracker = &tracker;
       tracker.start(256);
       // The chains lend from the fixture's memory; the tracker answers for the mapping's state.
       tracker.set_mapping(mapping);
-      REQUIRE(dev.txq.start(setup));
       SimPacket p;
       p.data = make_frame(1500, 3);
       REQUIRE(dev.tx.send(p) != UINT16_MAX);

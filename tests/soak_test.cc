@@ -92,10 +92,8 @@ void restart_if_broken(VirtQueue& q, SimGuest& g, ZeroCopyTracker* zero_copy) {
   q.stop();
   VirtQueue::Setup s = g.setup();
   s.last_avail_idx = s.last_used_idx = __atomic_load_n(&s.addrs.used->idx, __ATOMIC_RELAXED);
-  if (zero_copy != nullptr) {
-    zero_copy->orphan_lent();  // lent chains of the old session go back to no ring
-    s.zero_copy = zero_copy;
-  }
+  // Lent chains of the old session go back to no ring.
+  if (zero_copy != nullptr) zero_copy->orphan_lent();
   if (!q.start(s)) FAIL("restart failed");
 }
 
@@ -111,14 +109,8 @@ TEST_CASE("soak: a guest rewriting its rings during 10^6 bursts each way") {
           kRing);
       ZeroCopyTracker tracker;
       ZeroCopyTracker* zc = zero_copy ? &tracker : nullptr;
-      if (zc != nullptr) {
-        tracker.start(kRing);
-        dev.txq.stop();
-        VirtQueue::Setup s = dev.tx.setup();
-        s.zero_copy = zc;
-        s.zero_copy_min_len = 256;
-        REQUIRE(dev.txq.start(s));
-      }
+      const LendPolicy lending{zc, 256, true};
+      if (zc != nullptr) tracker.start(kRing);
       const uint64_t buffer_bytes = 64 << 10;
       uint8_t* buffers = dev.mem.host(dev.mem.region_start(0), buffer_bytes);
       std::atomic<bool> stop{false};
@@ -135,7 +127,7 @@ TEST_CASE("soak: a guest rewriting its rings during 10^6 bursts each way") {
         restart_if_broken(dev.txq, dev.tx, zc);
         restart_if_broken(dev.rxq, dev.rx, nullptr);
         const uint16_t avail_before = dev.txq.ring().last_avail_idx();
-        const BurstResult got = dequeue_burst(dev.txq, pool, pkts, 4, 1u << 20);
+        const BurstResult got = dequeue_burst(dev.txq, pool, pkts, 4, 1u << 20, lending);
         if (dev.txq.ring().last_avail_idx() != avail_before) ++bursts;
         held.insert(held.end(), pkts, pkts + got.packets);
         moved += got.packets;

@@ -29,13 +29,8 @@ struct ZeroCopyDevice : Device {
   explicit ZeroCopyDevice(uint16_t ring_size = 256, uint32_t min_len = kDefaultZeroCopyMinLen,
                           bool fallback = true, uint16_t start_idx = 0)
       : Device(kModernFeatures, ring_size, start_idx) {
-    txq.stop();
-    VirtQueue::Setup setup = tx.setup();
-    setup.zero_copy = &tracker;
-    setup.zero_copy_min_len = min_len;
-    setup.zero_copy_fallback = fallback;
+    lending = LendPolicy{&tracker, min_len, fallback};
     tracker.start(ring_size);
-    REQUIRE(txq.start(setup));
   }
   ~ZeroCopyDevice() {
     free_all();

@@ -53,7 +53,7 @@ std::unique_ptr<GuestPort> GuestPort::create(const PortConfig& config, uint16_t 
       *error = "epoll_create1 failed";
       return nullptr;
     }
-    port->device_->set_kick_waiter(static_cast<uint16_t>(2 * q + 1), port->kick_epfd_[q]);
+    port->device_->set_kick_waiter(guest_tx_vring(q), port->kick_epfd_[q]);
   }
   port->map_tx_queues();
   return port;
@@ -63,7 +63,7 @@ GuestPort::~GuestPort() {
   if (device_ != nullptr) {
     device_->set_datapath_enabled(false);
     for (uint16_t q = 0; q < config_.queues; ++q)
-      if (kick_epfd_[q] >= 0) device_->set_kick_waiter(static_cast<uint16_t>(2 * q + 1), -1);
+      if (kick_epfd_[q] >= 0) device_->set_kick_waiter(guest_tx_vring(q), -1);
     device_.reset();
   }
   for (uint16_t q = 0; q < config_.queues; ++q)
@@ -82,11 +82,7 @@ bool GuestPort::watch_rx_wake(uint16_t queue, int epfd, bool add, void* data) {
 
 BurstResult GuestPort::rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t max_packets,
                                 uint32_t max_bytes) {
-  const auto vring = static_cast<uint16_t>(2 * queue + 1);
-  VirtQueue* vq = device_->enter(vring);
-  if (vq == nullptr) return {};
-  const BurstResult r = dequeue_burst(*vq, pool_, pkts, max_packets, max_bytes);
-  device_->leave(vring);
+  const BurstResult r = device_->receive_burst(queue, pool_, pkts, max_packets, max_bytes);
   for (uint16_t i = 0; i < r.packets; ++i) {
     pkts[i]->port = index();
     // A checksum the guest left to us (or a TSO train) is now the output's to finish.
@@ -96,14 +92,9 @@ BurstResult GuestPort::rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t max_pa
 }
 
 uint16_t GuestPort::tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count) {
-  const auto vring = static_cast<uint16_t>(2 * queue);
-  VirtQueue* vq = device_->enter(vring);
-  if (vq == nullptr) return 0;
-  const BurstResult r = enqueue_burst(*vq, pkts, count);
-  device_->leave(vring);
-  // Consumed: delivered, or dropped and counted by the datapath. The rest found no guest buffer.
-  if (r.packets > 0) rte_pktmbuf_free_bulk(pkts, r.packets);
-  return r.packets;
+  // Deferred notifications are tx_housekeeping's. Consumed: delivered, or dropped and counted by
+  // the datapath; the rest found no guest buffer.
+  return device_->send_burst(queue, pkts, count, /*flush_deferred=*/false);
 }
 
 bool GuestPort::needs_tcp_segmentation() const {
@@ -112,14 +103,8 @@ bool GuestPort::needs_tcp_segmentation() const {
 }
 
 bool GuestPort::tx_housekeeping(uint16_t queue, uint64_t now_tsc) {
-  const auto vring = static_cast<uint16_t>(2 * queue);
-  VirtQueue* vq = device_->enter(vring);
   // Suspended for a moment (a message being handled): look again later. Gone: nothing is owed.
-  if (vq == nullptr) return device_->link_up();
-  if (vq->notification_pending()) vq->flush_notifications(now_tsc);
-  const bool pending = vq->notification_pending();
-  device_->leave(vring);
-  return pending;
+  return device_->flush_notifications(queue, now_tsc);
 }
 
 void GuestPort::on_link_change(bool up) {
@@ -135,7 +120,7 @@ void GuestPort::map_tx_queues() {
   std::vector<uint16_t> enabled;
   std::vector<bool> own(pairs);
   for (uint16_t q = 0; q < pairs; ++q) {
-    own[q] = device_->vring_enabled(static_cast<uint16_t>(2 * q));
+    own[q] = device_->vring_enabled(guest_rx_vring(q));
     if (own[q]) enabled.push_back(q);
   }
   // With none enabled every queue keeps its own, and its flushes count link_down.

@@ -48,11 +48,11 @@ class GuestPort final : public Port, private VhostDevice::Listener {
                        uint32_t max_bytes) override;
   uint16_t tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count) override;
   bool tx_ready(uint16_t queue) const override {
-    return device_->vring_ready(static_cast<uint16_t>(2 * queue));
+    return device_->vring_ready(guest_rx_vring(queue));
   }
   bool watch_rx_wake(uint16_t queue, int epfd, bool add, void* data) override;
   bool arm_rx_wake(uint16_t queue, bool armed) override {
-    return device_->arm_kicks(static_cast<uint16_t>(2 * queue + 1), armed);
+    return device_->arm_kicks(guest_tx_vring(queue), armed);
   }
   bool needs_tcp_segmentation() const override;
   uint16_t tx_queue_in_use(uint16_t queue) const override {

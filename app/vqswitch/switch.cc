@@ -303,8 +303,8 @@ PortTotals Switch::totals(uint16_t index) const {
     t.tx_packets = 0;
     t.tx_bytes = 0;
     for (uint16_t q = 0; q < device.queue_pairs(); ++q) {
-      t.tx_packets += device.stats(static_cast<uint16_t>(2 * q)).packets;
-      t.tx_bytes += device.stats(static_cast<uint16_t>(2 * q)).bytes;
+      t.tx_packets += device.stats(guest_rx_vring(q)).packets;
+      t.tx_bytes += device.stats(guest_rx_vring(q)).bytes;
     }
     for (uint16_t v = 0; v < device.vring_count(); ++v) {
       const QueueStats& s = device.stats(v);

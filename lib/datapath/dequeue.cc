@@ -54,13 +54,13 @@ CopyResult copy_chain_to_mbuf(IoVecCursor& src, uint32_t len, rte_mbuf* head, Mb
 }  // namespace
 
 BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uint16_t max_packets,
-                          uint32_t max_bytes) {
+                          uint32_t max_bytes, const LendPolicy& lending) {
   BurstResult result;
   if (!vq.ready()) return result;
   SplitRing& ring = vq.ring();
   const uint16_t used_before = ring.last_used_idx();
   // Lent chains whose mbufs were freed since the last burst go back to the guest with this one.
-  ZeroCopyTracker* const zero_copy = vq.zero_copy();
+  ZeroCopyTracker* const zero_copy = vq.features().in_order ? nullptr : lending.tracker;
   // A guest cannot have more chains posted than the ring holds minus those still lent (they
   // hold descriptors it has not got back): counted before the reap, this also keeps the used
   // entries of one burst (completions plus new chains) within the ring's size.
@@ -81,7 +81,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
   // prefetcher follows a longer copy).
   vq.prefetch_tx_chains(count, kZeroCopyHeadLen);
   QueueStats& stats = vq.stats();
-  const uint32_t lend_min_len = zero_copy != nullptr ? vq.zero_copy_min_len() : UINT32_MAX;
+  const uint32_t lend_min_len = zero_copy != nullptr ? lending.min_len : UINT32_MAX;
   const bool dma_ready = zero_copy != nullptr && zero_copy->dma_ready();
   const uint32_t hdr_size = vq.features().net_hdr_size;
   const DescChainReader& reader = vq.chain_reader();
@@ -182,7 +182,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
         limit_hit = lent == LendResult::kNoSlot;
         // Waiting needs a lent chain to come back: on a ring too small to lend from (limit 0)
         // nothing ever would, and the queue would stop for good.
-        if (limit_hit && !vq.zero_copy_fallback() && zero_copy->in_flight() > 0) {
+        if (limit_hit && !lending.fallback && zero_copy->in_flight() > 0) {
           ++stats.zero_copy_limit_waits;
           result.lending_full = true;  // the owner asks lazy NIC tx queues for the lent chains
           break;  // this packet stays in the guest's ring until a lent chain comes back

@@ -16,10 +16,6 @@ bool VirtQueue::start(const Setup& setup) {
       DescChainReader(setup.addrs.desc, setup.addrs.size, setup.memory, features_.indirect_desc);
   callfd_ = setup.callfd;
   broken_counted_ = false;
-  // Lent chains return out of order: never on a ring that promised IN_ORDER (not offered then).
-  zero_copy_ = features_.in_order ? nullptr : setup.zero_copy;
-  zero_copy_min_len_ = setup.zero_copy_min_len;
-  zero_copy_fallback_ = setup.zero_copy_fallback;
   if (setup.notify)
     notifier_.start(*setup.notify, setup.addrs.size, setup.tsc_hz);
   else
@@ -34,7 +30,6 @@ void VirtQueue::stop() {
   notifier_.reset();
   ring_.detach();
   callfd_ = -1;
-  zero_copy_ = nullptr;
 }
 
 void VirtQueue::complete_burst(uint16_t used_before) {

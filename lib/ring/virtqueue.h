@@ -18,12 +18,6 @@
 
 namespace vqs {
 
-class ZeroCopyTracker;
-
-// Guest TX packets of at least this many bytes may be lent instead of copied (as Linux vhost-net's
-// GOODCOPY_LEN): below it a copy costs less than the bookkeeping.
-constexpr uint32_t kDefaultZeroCopyMinLen = 256;
-
 // Largest packet (after the virtio-net header) we take from or give to a guest: a 64 KiB IP
 // packet behind an Ethernet header with one VLAN tag.
 constexpr uint32_t kMaxFrameLen = 65535 + 14 + 4;
@@ -50,13 +44,6 @@ class VirtQueue {
     // after every burst the guest wants it, no threshold.
     std::optional<NotifyPolicy> notify;
     uint64_t tsc_hz = 0;  // converts notify->coalesce_usecs to TSC cycles
-    // Guest TX queues: lend packets of at least zero_copy_min_len bytes through this tracker
-    // (started by the owner for the ring's size); nullptr: always copy.
-    ZeroCopyTracker* zero_copy = nullptr;
-    uint32_t zero_copy_min_len = kDefaultZeroCopyMinLen;
-    // At the in-flight limit: copy (true), or leave the packet in the ring until a lent chain
-    // comes back (false; benchmarks only: the head-of-line blocking the copy prevents).
-    bool zero_copy_fallback = true;
   };
 
   // False (and not ready) when the ring addresses or size are unusable.
@@ -71,9 +58,6 @@ class VirtQueue {
   QueueStats& stats() { return stats_; }
   const QueueStats& stats() const { return stats_; }
   IoVecList& iov_scratch() { return iov_; }
-  ZeroCopyTracker* zero_copy() const { return zero_copy_; }
-  uint32_t zero_copy_min_len() const { return zero_copy_min_len_; }
-  bool zero_copy_fallback() const { return zero_copy_fallback_; }
 
   // Entries the guest posted and we have not consumed (RX buffers or TX packets): cheap, for
   // refill thresholds. Counts the moment a corrupt ring is found.
@@ -144,9 +128,6 @@ class VirtQueue {
   GuestNotifier notifier_;
   QueueStats stats_;
   IoVecList iov_;
-  ZeroCopyTracker* zero_copy_ = nullptr;
-  uint32_t zero_copy_min_len_ = kDefaultZeroCopyMinLen;
-  bool zero_copy_fallback_ = true;
 };
 
 }  // namespace vqs

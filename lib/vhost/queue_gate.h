@@ -37,6 +37,22 @@ class QueueGate {
   }
   bool is_open() const { return open_.load(std::memory_order_acquire); }
 
+  // enter() for a scope: leaves at its end if it got in.
+  class Entry {
+   public:
+    explicit Entry(QueueGate& gate) : gate_(gate), inside_(gate.enter()) {}
+    ~Entry() {
+      if (inside_) gate_.leave();
+    }
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+    explicit operator bool() const { return inside_; }
+
+   private:
+    QueueGate& gate_;
+    const bool inside_;
+  };
+
  private:
   alignas(64) std::atomic<bool> busy_{false};  // written by the lcore
   alignas(64) std::atomic<bool> open_{false};  // written by the control plane

@@ -317,7 +317,7 @@ VhostDevice::VhostDevice(const VhostDeviceOptions& options, Listener* listener)
     : options_(options), listener_(listener), vrings_(new Vring[2 * options.queue_pairs]) {
   if (options.zero_copy)
     for (uint16_t q = 0; q < options.queue_pairs; ++q)
-      vrings_[2 * q + 1].zero_copy = ZeroCopyTracker::acquire();
+      vrings_[guest_tx_vring(q)].zero_copy = ZeroCopyTracker::acquire();
 }
 
 std::unique_ptr<VhostDevice> VhostDevice::create(const VhostDeviceOptions& options,
@@ -688,14 +688,14 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
   if (v.zero_copy != nullptr) {
     v.zero_copy->start(vr.size);
     v.zero_copy->set_mapping(mapping_);
-    setup.zero_copy = v.zero_copy.get();
+    v.lending.tracker = v.zero_copy.get();
     // No IOVA for what would be lent, and its consumers may DMA: copy all (counted as copied).
-    setup.zero_copy_min_len = options_.lend_only_dma_ready && !v.zero_copy->dma_ready()
-                                  ? UINT32_MAX
-                                  : options_.zero_copy_min_len;
-    setup.zero_copy_fallback = options_.zero_copy_fallback;
+    v.lending.min_len = options_.lend_only_dma_ready && !v.zero_copy->dma_ready()
+                            ? UINT32_MAX
+                            : options_.zero_copy_min_len;
+    v.lending.fallback = options_.zero_copy_fallback;
   }
-  if (index % 2 == 0) {  // guest RX: we enqueue, the policy applies
+  if (is_guest_rx_vring(index)) {  // we enqueue, the policy applies
     setup.notify = options_.notify;
     setup.tsc_hz = rte_get_tsc_hz();
   }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "datapath/dequeue.h"
 #include "datapath/zero_copy_tracker.h"
 #include "ring/guest_mapping.h"
 #include "ring/guest_memory.h"
@@ -24,6 +25,7 @@
 #include "ring/virtqueue.h"
 #include "vhost/queue_gate.h"
 #include "vhost/socket_access.h"
+#include "vhost/vring_index.h"
 
 namespace vqs {
 
@@ -97,8 +99,23 @@ class VhostDevice {
   // returns once no lcore is inside a burst.
   void set_datapath_enabled(bool enabled);
 
-  // Datapath, one lcore per vring: the queue to burst on, or nullptr when it may not be used now.
-  // Vring 2q is guest RX (we enqueue), 2q + 1 guest TX (we dequeue).
+  // Datapath, one lcore per vring, the bursts both products run (vhost_burst.cc). Each does
+  // nothing while the vring may not be used (no guest, or a message being handled).
+  // From guest TX queue `queue`: up to max_packets packets (at least one, then up to max_bytes)
+  // into mbufs from `pool`, copied or lent as the options say.
+  BurstResult receive_burst(uint16_t queue, rte_mempool* pool, rte_mbuf** pkts,
+                            uint16_t max_packets, uint32_t max_bytes);
+  // To guest RX queue `queue`: frees the mbufs it consumed (delivered, or dropped and counted)
+  // and returns how many; the rest found no guest buffer and stay the caller's. With
+  // `flush_deferred`, notifications that coalescing deferred go first if their time has come.
+  uint16_t send_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count, bool flush_deferred);
+  // Sends guest RX queue `queue`'s deferred notifications whose time has come. Returns whether
+  // some are still owed (the caller looks again later); while a message is being handled, whether
+  // a guest is there at all.
+  bool flush_notifications(uint16_t queue, uint64_t now_tsc);
+
+  // The queue of `vring` to burst on (see vring_index.h), or nullptr when it may not be used now;
+  // leave() after. For tests and tools: the products use the bursts above.
   VirtQueue* enter(uint16_t vring) {
     Vring& v = vrings_[vring];
     return v.gate.enter() ? &v.queue : nullptr;
@@ -185,6 +202,7 @@ class VhostDevice {
     int waiter_epfd = -1;  // the owner's epoll fd that kickfd is registered in
     std::atomic<bool> kicks_armed{false};
     ZeroCopyTracker::Handle zero_copy;  // guest TX vrings, with options.zero_copy
+    LendPolicy lending;                 // guest TX vrings: how queue lends, set at each start
   };
   // Stopping a guest TX vring with chains lent: waits (bounded) for their completions and returns
   // them to the guest before the ring's indices are handed back.

@@ -673,15 +673,14 @@ Dequeued send_and_dequeue(VhostDevice& device, const Guest& guest, uint32_t seed
   d.got.resize(8);
   uint16_t n = 0;
   for (int i = 0; i < 2000 && n < 8; ++i) {
-    if (VirtQueue* q = device.enter(1)) {
-      n +=
-          dequeue_burst(*q, vqs::test::interop_pool(), d.got.data() + n, 8 - n, UINT32_MAX).packets;
-      d.stats = q->stats();
-      device.leave(1);
-    }
+    n += device
+             .receive_burst(0, vqs::test::interop_pool(), d.got.data() + n,
+                            static_cast<uint16_t>(8 - n), UINT32_MAX)
+             .packets;
     if (n < 8) rte_delay_ms(1);
   }
   REQUIRE(n == 8);
+  d.stats = device.stats(guest_tx_vring(0));
   return d;
 }
 

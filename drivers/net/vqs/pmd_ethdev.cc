@@ -50,7 +50,7 @@ int rx_queue_setup(rte_eth_dev* dev, uint16_t queue, uint16_t, unsigned socket,
   if (q == nullptr) return -ENOMEM;
   q->device = pmd_port(dev)->device();
   q->pool = pool;
-  q->vring = rx_vring(queue);
+  q->queue = queue;
   q->port_id = dev->data->port_id;
   dev->data->rx_queues[queue] = q;
   return 0;
@@ -62,7 +62,7 @@ int tx_queue_setup(rte_eth_dev* dev, uint16_t queue, uint16_t, unsigned socket,
       rte_zmalloc_socket("net_vqs_txq", sizeof(PmdTxQueue), RTE_CACHE_LINE_SIZE, socket));
   if (q == nullptr) return -ENOMEM;
   q->device = pmd_port(dev)->device();
-  q->vring = tx_vring(queue);
+  q->queue = queue;
   dev->data->tx_queues[queue] = q;
   return 0;
 }
@@ -205,8 +205,9 @@ void PmdPort::on_link_change(bool) {
 }
 
 void PmdPort::on_vring_state(uint16_t vring, bool enabled) {
-  VQS_PMD_LOG(INFO, "port %u: vring %u (%s queue %u) %s", port_id_, vring, vring % 2 ? "rx" : "tx",
-              vring / 2, enabled ? "enabled" : "disabled");
+  VQS_PMD_LOG(INFO, "port %u: vring %u (%s queue %u) %s", port_id_, vring,
+              is_guest_rx_vring(vring) ? "tx" : "rx", queue_of_vring(vring),
+              enabled ? "enabled" : "disabled");
   rte_eth_dev_callback_process(&rte_eth_devices[port_id_], RTE_ETH_EVENT_QUEUE_STATE, nullptr);
 }
 

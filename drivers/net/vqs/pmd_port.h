@@ -17,20 +17,20 @@ extern int pmd_logtype;
 #define VQS_PMD_LOG(level, fmt, ...) \
   rte_log(RTE_LOG_##level, ::vqs::pmd_logtype, "net_vqs: " fmt "\n", ##__VA_ARGS__)
 
-// ethdev rx queue i polls vring 2i + 1 (guest TX); tx queue i fills vring 2i (guest RX).
-inline uint16_t rx_vring(uint16_t queue) { return static_cast<uint16_t>(2 * queue + 1); }
-inline uint16_t tx_vring(uint16_t queue) { return static_cast<uint16_t>(2 * queue); }
+// ethdev rx queue i polls the guest's TX queue i; tx queue i fills its RX queue i.
+inline uint16_t rx_vring(uint16_t queue) { return guest_tx_vring(queue); }
+inline uint16_t tx_vring(uint16_t queue) { return guest_rx_vring(queue); }
 
 struct alignas(64) PmdRxQueue {
   VhostDevice* device;
   rte_mempool* pool;
-  uint16_t vring;
+  uint16_t queue;
   uint16_t port_id;
 };
 
 struct alignas(64) PmdTxQueue {
   VhostDevice* device;
-  uint16_t vring;
+  uint16_t queue;
 };
 
 // Lives in dev->data->dev_private: constructed in place at probe, destroyed only when probe fails

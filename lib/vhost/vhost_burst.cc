@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The datapath's entry points on a VhostDevice: enter the vring's gate, run one burst, leave.
+// The PMD's rx/tx bursts and the switch's guest port are thin adapters over these.
+#include <rte_cycles.h>
+
+#include "datapath/enqueue.h"
+#include "vhost/vhost_device.h"
+
+namespace vqs {
+
+BurstResult VhostDevice::receive_burst(uint16_t queue, rte_mempool* pool, rte_mbuf** pkts,
+                                       uint16_t max_packets, uint32_t max_bytes) {
+  Vring& v = vrings_[guest_tx_vring(queue)];
+  QueueGate::Entry entry(v.gate);
+  if (!entry) return {};
+  return dequeue_burst(v.queue, pool, pkts, max_packets, max_bytes, v.lending);
+}
+
+uint16_t VhostDevice::send_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count,
+                                 bool flush_deferred) {
+  BurstResult r;
+  {
+    Vring& v = vrings_[guest_rx_vring(queue)];
+    QueueGate::Entry entry(v.gate);
+    if (!entry) return 0;
+    if (flush_deferred && v.queue.notification_pending())
+      v.queue.flush_notifications(rte_get_tsc_cycles());
+    r = enqueue_burst(v.queue, pkts, count);
+  }
+  // Outside the gate: freeing may complete lent chains, which takes no ring of ours.
+  if (r.packets > 0) rte_pktmbuf_free_bulk(pkts, r.packets);
+  return r.packets;
+}
+
+bool VhostDevice::flush_notifications(uint16_t queue, uint64_t now_tsc) {
+  Vring& v = vrings_[guest_rx_vring(queue)];
+  QueueGate::Entry entry(v.gate);
+  if (!entry) return link_up();
+  if (v.queue.notification_pending()) v.queue.flush_notifications(now_tsc);
+  return v.queue.notification_pending();
+}
+
+}  // namespace vqs

@@ -2,7 +2,9 @@
 #include "vhost/socket_access.h"
 
 #include <grp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -53,6 +55,63 @@ bool apply_socket_access(const std::string& path, const SocketAccess& access, st
     *why = std::string("cannot give the socket its mode: ") + std::strerror(errno);
     return false;
   }
+  return true;
+}
+
+namespace {
+
+const char* file_kind(mode_t mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a socket";
+}
+
+}  // namespace
+
+// Prepares a server socket's path for bind(). A socket file left by a process that is gone is
+// removed; anything else there is an error: a socket someone accepts on, and any path that is not
+// a socket itself (lstat: a symlink is not followed), which is never removed. librte_vhost
+// unlinks a server's path when its registration is undone, so the check comes before it.
+bool clear_server_socket_path(const std::string& path, bool* removed_stale, std::string* error) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return true;
+    *error = std::string("cannot inspect the socket path: ") + std::strerror(errno);
+    return false;
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    *error = std::string("the path exists and is not a socket (") + file_kind(st.st_mode) +
+             "); it is left as it is";
+    return false;
+  }
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) {
+    *error = "socket path longer than " + std::to_string(sizeof(addr.sun_path) - 1) + " bytes";
+    return false;
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error = std::string("socket(): ") + std::strerror(errno);
+    return false;
+  }
+  const bool live = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  const int err = errno;
+  close(fd);
+  if (live || err != ECONNREFUSED) {
+    *error = live ? std::string("another process accepts connections on this socket")
+                  : std::string("cannot probe the existing socket: ") + std::strerror(err);
+    return false;
+  }
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+    *error = std::string("cannot remove the stale socket file: ") + std::strerror(errno);
+    return false;
+  }
+  *removed_stale = true;
   return true;
 }
 

@@ -23,5 +23,9 @@ std::optional<mode_t> parse_socket_mode(const std::string& text, std::string* wh
 std::optional<gid_t> parse_socket_group(const std::string& text, std::string* why);
 // Applies `access` to the socket at `path` (group first, then mode). False with `why`.
 bool apply_socket_access(const std::string& path, const SocketAccess& access, std::string* why);
+// Prepares a server socket's path for bind(): nothing there, or a stale socket file that is
+// removed (*removed_stale). Anything else is an error and is left as it is: a socket another
+// process accepts on, and any path that is not a socket (a regular file is never deleted).
+bool clear_server_socket_path(const std::string& path, bool* removed_stale, std::string* error);
 
 }  // namespace vqs

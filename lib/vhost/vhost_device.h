@@ -207,6 +207,10 @@ class VhostDevice {
   // Stopping a guest TX vring with chains lent: waits (bounded) for their completions and returns
   // them to the guest before the ring's indices are handed back.
   void return_lent_locked(Vring& v);
+  // At teardown, after unregistering: frees each tracker once its lent chains completed (waited
+  // for, bounded); one still lending is left allocated, with its mappings, not freed under a
+  // consumer.
+  void release_trackers_at_teardown();
 
   explicit VhostDevice(const VhostDeviceOptions& options, Listener* listener);
   // Brings every vring to the state the flags below ask for. Called with mutex_ held.

@@ -81,4 +81,21 @@ constexpr bool served_request(uint32_t request) {
   }
 }
 
+// Requests after which ring addresses, guest memory, the kick/call fds or the features may
+// differ: the datapath stays out while they are handled.
+constexpr bool changes_ring_state(uint32_t request) {
+  switch (static_cast<VhostUserRequest>(request)) {
+    case VhostUserRequest::kSetFeatures:
+    case VhostUserRequest::kSetMemTable:
+    case VhostUserRequest::kSetVringNum:
+    case VhostUserRequest::kSetVringAddr:
+    case VhostUserRequest::kSetVringBase:
+    case VhostUserRequest::kSetVringKick:
+    case VhostUserRequest::kSetVringCall:  // librte_vhost closes the old callfd we write to
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace vqs

@@ -117,7 +117,7 @@ python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])'
 timeout --preserve-status -s INT 3 "$vqswitch" --config "$work/clash.yaml" >"$work/clash.out" 2>&1
 rc=$?
 [ "$rc" -eq 0 ] || fail "stale socket file: exit $rc, want 0: $(tail -n 3 "$work/clash.out")"
-grep -q "removing stale socket" "$work/clash.out" || fail "stale socket file: not reported removed"
+grep -q "stale socket file removed" "$work/clash.out" || fail "stale socket file: not reported removed"
 
 # A socket another process listens on is neither taken over nor removed.
 rm -f "$work/clash.sock"

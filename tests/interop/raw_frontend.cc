@@ -40,7 +40,8 @@ RawFrontend::RawFrontend(const std::string& path) : fd_(socket(AF_UNIX, SOCK_STR
 
 RawFrontend::~RawFrontend() { close(fd_); }
 
-void RawFrontend::send_message(uint32_t request, uint32_t flags, bool with_u64, uint64_t u64) {
+void RawFrontend::send_message(VhostUserRequest request, uint32_t flags, bool with_u64,
+                               uint64_t u64) {
   RawMessage m;
   m.request = request;
   m.flags = vhost_user::kVersion | flags;
@@ -68,17 +69,18 @@ void RawFrontend::send_raw(const void* bytes, size_t len, const int* fds, size_t
   REQUIRE(sendmsg(fd_, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(len));
 }
 
-void RawFrontend::send_payload(uint32_t request, uint32_t flags,
+void RawFrontend::send_payload(VhostUserRequest request, uint32_t flags,
                                const std::vector<uint8_t>& payload) {
   std::vector<uint8_t> bytes(kHeaderSize + payload.size());
-  const uint32_t head[3] = {request, vhost_user::kVersion | flags,
+  const uint32_t head[3] = {static_cast<uint32_t>(request), vhost_user::kVersion | flags,
                             static_cast<uint32_t>(payload.size())};
   std::memcpy(bytes.data(), head, kHeaderSize);
   if (!payload.empty()) std::memcpy(bytes.data() + kHeaderSize, payload.data(), payload.size());
   send_raw(bytes.data(), bytes.size(), nullptr, 0);
 }
 
-void RawFrontend::send_vring_state(uint32_t request, uint32_t index, uint32_t num, uint32_t flags) {
+void RawFrontend::send_vring_state(VhostUserRequest request, uint32_t index, uint32_t num,
+                                   uint32_t flags) {
   struct [[gnu::packed]] {
     RawMessage head;
   } m{};
@@ -91,14 +93,15 @@ void RawFrontend::send_vring_state(uint32_t request, uint32_t index, uint32_t nu
 
 void RawFrontend::send_vring_addr(uint32_t index, uint64_t desc, uint64_t used, uint64_t avail) {
   struct [[gnu::packed]] {
-    uint32_t request, flags, size;
+    VhostUserRequest request;
+    uint32_t flags, size;
     uint32_t index, addr_flags;
     uint64_t desc, used, avail, log;
   } m{vhost_user::kSetVringAddr, vhost_user::kVersion, 40, index, 0, desc, used, avail, 0};
   send_raw(&m, sizeof(m), nullptr, 0);
 }
 
-void RawFrontend::send_vring_fd(uint32_t request, uint32_t index, int fd, uint32_t flags) {
+void RawFrontend::send_vring_fd(VhostUserRequest request, uint32_t index, int fd, uint32_t flags) {
   RawMessage m;
   m.request = request;
   m.flags = vhost_user::kVersion | flags;
@@ -241,7 +244,7 @@ uint16_t RawGuest::tx_used() const {
                          __ATOMIC_ACQUIRE);
 }
 
-uint64_t RawGuest::replace_vring_fd(uint32_t request, uint32_t index) {
+uint64_t RawGuest::replace_vring_fd(VhostUserRequest request, uint32_t index) {
   Ring& r = rings_[index];
   int& fd = request == vhost_user::kSetVringCall ? r.call : r.kick;
   const int fresh = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

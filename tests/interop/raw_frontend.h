@@ -7,24 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "vhost/vhost_user_request.h"
+
 namespace vqs::test {
 
-// vhost-user specification: requests, header flags, feature bits.
+// vhost-user specification: requests (by the spec's names, from lib/vhost's one list), header
+// flags, feature bits.
 namespace vhost_user {
-constexpr uint32_t kGetFeatures = 1;
-constexpr uint32_t kSetFeatures = 2;
-constexpr uint32_t kSetOwner = 3;
-constexpr uint32_t kSetMemTable = 5;
-constexpr uint32_t kSetVringNum = 8;
-constexpr uint32_t kSetVringAddr = 9;
-constexpr uint32_t kSetVringBase = 10;
-constexpr uint32_t kSetVringKick = 12;
-constexpr uint32_t kSetVringCall = 13;
-constexpr uint32_t kSetVringEnable = 18;
-constexpr uint32_t kGetProtocolFeatures = 15;
-constexpr uint32_t kSetProtocolFeatures = 16;
-constexpr uint32_t kGetQueueNum = 17;
-constexpr uint32_t kGetInflightFd = 31;
+using enum VhostUserRequest;
 constexpr uint32_t kVersion = 0x1;
 constexpr uint32_t kReplyFlag = 1u << 2;
 constexpr uint32_t kNeedReply = 1u << 3;
@@ -34,7 +24,7 @@ constexpr uint64_t kProtocolFReplyAck = 1ull << 3;
 }  // namespace vhost_user
 
 struct [[gnu::packed]] RawMessage {
-  uint32_t request = 0;
+  VhostUserRequest request{};
   uint32_t flags = vhost_user::kVersion;
   uint32_t size = 0;
   uint64_t u64 = 0;
@@ -58,17 +48,18 @@ class RawFrontend {
   RawFrontend& operator=(const RawFrontend&) = delete;
 
   // A message with no payload, or a u64 one.
-  void send_message(uint32_t request, uint32_t flags = 0, bool with_u64 = false, uint64_t u64 = 0);
+  void send_message(VhostUserRequest request, uint32_t flags = 0, bool with_u64 = false,
+                    uint64_t u64 = 0);
   // Any request with the given payload bytes.
-  void send_payload(uint32_t request, uint32_t flags, const std::vector<uint8_t>& payload);
+  void send_payload(VhostUserRequest request, uint32_t flags, const std::vector<uint8_t>& payload);
   // SET_MEM_TABLE with the regions' fds (SCM_RIGHTS).
   void send_mem_table(const std::vector<RawRegion>& regions, uint32_t flags = 0);
   // SET_VRING_NUM/BASE/ENABLE: {index, num}.
-  void send_vring_state(uint32_t request, uint32_t index, uint32_t num, uint32_t flags = 0);
+  void send_vring_state(VhostUserRequest request, uint32_t index, uint32_t num, uint32_t flags = 0);
   // SET_VRING_ADDR: the rings at the frontend's (our) addresses.
   void send_vring_addr(uint32_t index, uint64_t desc, uint64_t used, uint64_t avail);
   // SET_VRING_KICK/CALL: the vring's eventfd.
-  void send_vring_fd(uint32_t request, uint32_t index, int fd, uint32_t flags = 0);
+  void send_vring_fd(VhostUserRequest request, uint32_t index, int fd, uint32_t flags = 0);
   // A reply with a u64 payload (every reply these tests expect has one).
   RawMessage receive_reply();
   // Whether the backend closed the connection (end of file) within the receive timeout.
@@ -99,7 +90,7 @@ class RawGuest {
   uint16_t tx_outstanding() const { return static_cast<uint16_t>(tx_avail_ - tx_used()); }
   // A fresh eventfd for `request` (SET_VRING_CALL or KICK) on `index`, NEED_REPLY; returns the
   // reply's u64 (0: success).
-  uint64_t replace_vring_fd(uint32_t request, uint32_t index);
+  uint64_t replace_vring_fd(VhostUserRequest request, uint32_t index);
   // SET_MEM_TABLE again with the same single region, NEED_REPLY; the reply's u64.
   uint64_t resend_mem_table();
 

@@ -527,41 +527,62 @@ void Loader::read_vhost(const MapView& m, PortConfig* port) {
       fail(socket, "duplicate socket " + in_quotes(port->socket) + " (also ports[" +
                        std::to_string(i) + "].socket)");
 
-  if (const Value* v = m.find("mode")) port->client = read_choice(*v, {"server", "client"}) == 1;
-  if (const Value* v = m.find("reconnect")) {
-    if (!port->client) m.forbid("reconnect", "only with mode: client");
-    port->reconnect = read_bool(*v);
-  }
+  VhostPortOptions& o = port->vhost;
+  if (const Value* v = m.find("mode")) o.client = read_choice(*v, {"server", "client"}) == 1;
+  if (const Value* v = m.find("reconnect")) o.reconnect = read_bool(*v);
   if (const Value* v = m.find("socket_mode")) {
-    if (port->client)
-      m.forbid("socket_mode", "only with mode: server (QEMU owns a client's socket)");
     std::string why;
-    port->socket_access.mode = parse_socket_mode(read_string(*v), &why);
-    if (!port->socket_access.mode) fail(*v, why + ", got " + in_quotes(read_string(*v)));
+    o.access.mode = parse_socket_mode(read_string(*v), &why);
+    if (!o.access.mode) fail(*v, why + ", got " + in_quotes(read_string(*v)));
   }
   if (const Value* v = m.find("socket_group")) {
-    if (port->client)
-      m.forbid("socket_group", "only with mode: server (QEMU owns a client's socket)");
     std::string why;
-    port->socket_access.group = parse_socket_group(read_string(*v), &why);
-    if (!port->socket_access.group) fail(*v, why);
+    o.access.group = parse_socket_group(read_string(*v), &why);
+    if (!o.access.group) fail(*v, why);
   }
-  if (const Value* v = m.find("tso")) port->tso = read_bool(*v);
+  if (const Value* v = m.find("tso")) o.tso = read_bool(*v);
+  auto read_within = [&](const Value& v, const OptionLimits& limits) {
+    return read_int(v, static_cast<int64_t>(limits.min), static_cast<int64_t>(limits.max));
+  };
   if (const Value* v = m.find("notify_coalesce")) {
     expect_map(*v);
     MapView nc(*this, *v, {"packets", "usecs"});
-    if (const Value* p = nc.find("packets")) port->notify_coalesce.packets = read_int(*p, 0, 1024);
-    if (const Value* u = nc.find("usecs")) port->notify_coalesce.usecs = read_int(*u, 0, 1000000);
+    if (const Value* p = nc.find("packets"))
+      o.notify.coalesce_packets =
+          static_cast<uint32_t>(read_within(*p, vhost_limits::kNotifyCoalescePackets));
+    if (const Value* u = nc.find("usecs"))
+      o.notify.coalesce_usecs =
+          static_cast<uint32_t>(read_within(*u, vhost_limits::kNotifyCoalesceUsecs));
   }
-  if (const Value* v = m.find("refill_threshold")) port->refill_threshold = read_int(*v, 1, 32768);
-  if (const Value* v = m.find("zerocopy")) port->zerocopy = read_bool(*v);
-  if (const Value* v = m.find("zerocopy_min_len")) {
-    if (!port->zerocopy) m.forbid("zerocopy_min_len", "only with zerocopy: true");
-    port->zerocopy_min_len = read_int(*v, 64, 65535);
-  }
-  if (const Value* v = m.find("zerocopy_fallback")) {
-    if (!port->zerocopy) m.forbid("zerocopy_fallback", "only with zerocopy: true");
-    port->zerocopy_fallback = read_bool(*v);
+  if (const Value* v = m.find("refill_threshold"))
+    o.notify.refill_threshold =
+        static_cast<uint32_t>(read_within(*v, vhost_limits::kRefillThreshold));
+  if (const Value* v = m.find("zerocopy")) o.zero_copy = read_bool(*v);
+  if (const Value* v = m.find("zerocopy_min_len"))
+    o.zero_copy_min_len = static_cast<uint32_t>(read_within(*v, vhost_limits::kZeroCopyMinLen));
+  if (const Value* v = m.find("zerocopy_fallback")) o.zero_copy_fallback = read_bool(*v);
+
+  using Option = OptionConflict::Option;
+  // Each rule's key in the mapping, and what makes it apply in YAML's words.
+  auto yaml = [](Option option) -> std::pair<const char*, const char*> {
+    switch (option) {
+      case Option::kReconnect:
+        return {"reconnect", "only with mode: client"};
+      case Option::kSocketMode:
+        return {"socket_mode", "only with mode: server (QEMU owns a client's socket)"};
+      case Option::kSocketGroup:
+        return {"socket_group", "only with mode: server (QEMU owns a client's socket)"};
+      case Option::kZeroCopyMinLen:
+        return {"zerocopy_min_len", "only with zerocopy: true"};
+      case Option::kZeroCopyFallback:
+        return {"zerocopy_fallback", "only with zerocopy: true"};
+    }
+    return {"?", ""};
+  };
+  if (const auto conflict =
+          find_option_conflict(o, [&](Option option) { return m.find(yaml(option).first); })) {
+    const auto [key, why] = yaml(conflict->option);
+    m.forbid(key, why);
   }
 }
 

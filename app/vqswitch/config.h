@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "vhost/socket_access.h"
+#include "vhost/vhost_port_options.h"
 
 namespace vqs::app {
 
@@ -47,12 +47,6 @@ struct Weight {
   uint32_t bytes = kDefaultByteWeight;
 };
 
-// VPP's coalesce-frames / coalesce-time for guest RX notifications; both 0: off.
-struct NotifyCoalesce {
-  uint32_t packets = 0;
-  uint32_t usecs = 0;
-};
-
 enum class VlanMode { kNone, kAccess, kTrunk };
 
 struct VlanConfig {
@@ -76,17 +70,9 @@ struct PortConfig {
   VlanConfig vlan;              // bridge mode only
   uint32_t tx_retries_max = 8;  // tx toward a full queue: retries before drops are counted
 
-  // vhost
+  // vhost: the socket, and the options the PMD's devargs set too (their defaults and limits)
   std::string socket;
-  bool client = false;         // mode: client (connect) | server (listen, default)
-  bool reconnect = true;       // client mode
-  SocketAccess socket_access;  // server mode: socket_mode, socket_group
-  bool tso = false;
-  NotifyCoalesce notify_coalesce;
-  uint32_t refill_threshold = 0;    // 0: ring size / 2
-  bool zerocopy = false;            // guest TX: lend packets instead of copying them
-  uint32_t zerocopy_min_len = 256;  // shorter ones are copied
-  bool zerocopy_fallback = true;    // false: benchmarks only, see docs/configuration.md
+  VhostPortOptions vhost;  // queue_pairs unused: `queues` above
 
   // ethdev
   std::string device;  // PCI address or vdev string ("net_tap0,iface=t0")

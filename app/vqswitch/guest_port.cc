@@ -31,18 +31,9 @@ std::unique_ptr<GuestPort> GuestPort::create(const PortConfig& config, uint16_t 
                                              std::string* error) {
   std::unique_ptr<GuestPort> port(new GuestPort(config, index, pool));
   VhostDeviceOptions options;
+  static_cast<VhostPortOptions&>(options) = config.vhost;
   options.path = config.socket;
   options.queue_pairs = config.queues;
-  options.client = config.client;
-  options.reconnect = config.reconnect;
-  options.access = config.socket_access;
-  options.tso = config.tso;
-  options.notify.coalesce_packets = config.notify_coalesce.packets;
-  options.notify.coalesce_usecs = config.notify_coalesce.usecs;
-  options.notify.refill_threshold = config.refill_threshold;
-  options.zero_copy = config.zerocopy;
-  options.zero_copy_min_len = config.zerocopy_min_len;
-  options.zero_copy_fallback = config.zerocopy_fallback;
   options.release_lent = std::move(hooks.release_lent);
   options.dma_registrar = hooks.dma_registrar;
   port->device_ = VhostDevice::create(options, port.get(), error);

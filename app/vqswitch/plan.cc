@@ -268,28 +268,28 @@ std::string format_plan(const Config& config, const Plan& plan) {
     const PortConfig& port = config.ports[p];
     out << "  " << port.name << ": " << port_type_name(port.type) << " ";
     if (port.type == PortType::kVhost) {
-      out << port.socket << " (" << (port.client ? "client" : "server");
-      if (port.client) out << (port.reconnect ? ", reconnect" : ", no reconnect");
-      if (port.socket_access.mode) {
+      out << port.socket << " (" << (port.vhost.client ? "client" : "server");
+      if (port.vhost.client) out << (port.vhost.reconnect ? ", reconnect" : ", no reconnect");
+      if (port.vhost.access.mode) {
         char mode[8];
-        std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(*port.socket_access.mode));
+        std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(*port.vhost.access.mode));
         out << ", mode " << mode;
       }
-      if (port.socket_access.group) out << ", group " << *port.socket_access.group;
+      if (port.vhost.access.group) out << ", group " << *port.vhost.access.group;
       out << ")\n";
       out << "    queue pairs " << port.queues << ", tx queues " << plan.tx_queues[p]
-          << (plan.tx_shared[p] ? " locked" : "") << ", tso " << (port.tso ? "on" : "off")
+          << (plan.tx_shared[p] ? " locked" : "") << ", tso " << (port.vhost.tso ? "on" : "off")
           << ", zerocopy ";
-      if (port.zerocopy)
-        out << "from " << port.zerocopy_min_len << " bytes"
-            << (port.zerocopy_fallback ? "" : ", no copy fallback");
+      if (port.vhost.zero_copy)
+        out << "from " << port.vhost.zero_copy_min_len << " bytes"
+            << (port.vhost.zero_copy_fallback ? "" : ", no copy fallback");
       else
         out << "off";
       out << "\n";
       out << "    weight " << format_weight(port.weight) << ", refill threshold "
-          << auto_or(port.refill_threshold) << ", notify coalesce ";
-      if (port.notify_coalesce.packets || port.notify_coalesce.usecs)
-        out << port.notify_coalesce.packets << " pkts / " << port.notify_coalesce.usecs << " us";
+          << auto_or(port.vhost.notify.refill_threshold) << ", notify coalesce ";
+      if (port.vhost.notify.coalesce_packets || port.vhost.notify.coalesce_usecs)
+        out << port.vhost.notify.coalesce_packets << " pkts / " << port.vhost.notify.coalesce_usecs << " us";
       else
         out << "off";
       out << ", tx retries " << port.tx_retries_max << "\n";

@@ -85,7 +85,7 @@ bool Switch::build(std::string* error) {
   // TCP segment trains come only from guests with tso: an output that cannot take them whole
   // has them cut by the lcore (rte_gso), payload by reference.
   const bool trains = std::any_of(config_.ports.begin(), config_.ports.end(),
-                                  [](const PortConfig& p) { return p.tso; });
+                                  [](const PortConfig& p) { return p.vhost.tso; });
   if (trains) {
     const uint32_t n = indirect_mbufs_needed(config_, plan_);
     gso_pool_ = rte_pktmbuf_pool_create("vqswitch_gso", n, kMempoolCache, 0, 0,
@@ -159,7 +159,7 @@ bool Switch::build(std::string* error) {
       const PortConfig& pc = config_.ports[port->index()];
       out.retries_max = pc.tx_retries_max;
       out.housekeeping = pc.type == PortType::kVhost &&
-                         (pc.notify_coalesce.packets != 0 || pc.notify_coalesce.usecs != 0);
+                         (pc.vhost.notify.coalesce_packets != 0 || pc.vhost.notify.coalesce_usecs != 0);
       outputs.push_back(out);
     }
     lcores_.push_back(std::make_unique<LcoreLoop>(
@@ -172,7 +172,7 @@ bool Switch::build(std::string* error) {
 
 void Switch::plan_lent_buffers() {
   const bool zero_copy = std::any_of(config_.ports.begin(), config_.ports.end(),
-                                     [](const PortConfig& p) { return p.zerocopy; });
+                                     [](const PortConfig& p) { return p.vhost.zero_copy; });
   if (!zero_copy) return;
   const bool iova_va = rte_eal_iova_mode() == RTE_IOVA_VA;
   std::vector<rte_device*> devices;
@@ -279,7 +279,7 @@ void Switch::housekeeping() {
   // A guest that left with buffers lent: once they are freed, its memory goes (and its DMA
   // registration) without waiting for it to come back.
   for (const auto& port : ports_)
-    if (port->is_guest() && static_cast<const GuestPort&>(*port).config().zerocopy)
+    if (port->is_guest() && static_cast<const GuestPort&>(*port).config().vhost.zero_copy)
       static_cast<GuestPort&>(*port).reap_orphans();
 }
 

@@ -25,27 +25,14 @@
 #include "ring/virtqueue.h"
 #include "vhost/queue_gate.h"
 #include "vhost/socket_access.h"
+#include "vhost/vhost_port_options.h"
 #include "vhost/vring_index.h"
 
 namespace vqs {
 
-// librte_vhost 22.11 serves at most this many queue pairs per device (VHOST_MAX_QUEUE_PAIRS).
-constexpr uint16_t kMaxQueuePairs = 128;
-
-struct VhostDeviceOptions {
-  std::string path;          // the vhost-user socket
-  uint16_t queue_pairs = 1;  // served; vrings beyond them are never polled
-  bool client = false;       // connect to the socket instead of listening on it
-  bool reconnect = true;     // client mode: reconnect when the peer goes away
-  SocketAccess access;       // server mode: the socket's mode and group, set when it is created
-  bool tso = false;          // offer HOST/GUEST_TSO4/6
-  NotifyPolicy notify;       // for each guest RX vring (2q), applied when it starts
-  // Guest TX: lend packets of at least zero_copy_min_len bytes instead of copying them, at most
-  // min(128, ring size / 4) per vring at a time (see ZeroCopyTracker).
-  bool zero_copy = false;
-  uint32_t zero_copy_min_len = kDefaultZeroCopyMinLen;
-  // At the limit, copy (true) or wait for a lent chain to come back (benchmarks only).
-  bool zero_copy_fallback = true;
+// What the device serves (VhostPortOptions: what its user sets) and how it fits its owner.
+struct VhostDeviceOptions : VhostPortOptions {
+  std::string path;  // the vhost-user socket
   // Optional: asks whoever holds lent buffers to free those it is done with (the switch has its
   // lcores clean their NIC tx queues). Called on librte_vhost's thread while a stopping guest TX
   // vring waits for its lent chains, again every few ms of the wait; must not block. The PMD

@@ -66,7 +66,7 @@ TEST_CASE("demo.yaml: two server-mode guests on a bridge, one forwarding lcore")
   CHECK(config->ports[0].name == "vm0");
   CHECK(config->ports[0].socket == "/tmp/vqs-demo-vm0.sock");
   CHECK(config->ports[1].socket == "/tmp/vqs-demo-vm1.sock");
-  CHECK_FALSE(config->ports[0].client);
+  CHECK_FALSE(config->ports[0].vhost.client);
   CHECK(config->forwarding.mode == ForwardingMode::kBridge);
   Plan plan = plan_ok(*config);
   CHECK(plan.main_lcore == 0);
@@ -404,15 +404,15 @@ TEST_CASE("defaults are filled in") {
   CHECK(vqs::app::kDefaultByteWeight == 256 * 1024);
   CHECK(vm.vlan.mode == VlanMode::kNone);
   CHECK(vm.tx_retries_max == 8);
-  CHECK_FALSE(vm.client);
-  CHECK(vm.reconnect);
-  CHECK_FALSE(vm.tso);
-  CHECK(vm.notify_coalesce.packets == 0);
-  CHECK(vm.notify_coalesce.usecs == 0);
-  CHECK(vm.refill_threshold == 0);
-  CHECK_FALSE(vm.zerocopy);
-  CHECK(vm.zerocopy_min_len == 256);
-  CHECK(vm.zerocopy_fallback);
+  CHECK_FALSE(vm.vhost.client);
+  CHECK(vm.vhost.reconnect);
+  CHECK_FALSE(vm.vhost.tso);
+  CHECK(vm.vhost.notify.coalesce_packets == 0);
+  CHECK(vm.vhost.notify.coalesce_usecs == 0);
+  CHECK(vm.vhost.notify.refill_threshold == 0);
+  CHECK_FALSE(vm.vhost.zero_copy);
+  CHECK(vm.vhost.zero_copy_min_len == 256);
+  CHECK(vm.vhost.zero_copy_fallback);
   CHECK(vm.line == 3);
   const PortConfig& nic = c.ports[1];
   CHECK(nic.type == PortType::kEthdev);
@@ -442,12 +442,12 @@ TEST_CASE("socket_mode and socket_group: a server socket's mode and group") {
       "  - {name: vm1, type: vhost, socket: /tmp/b.sock, socket_mode: \"600\", socket_group: 0}\n"
       "  - {name: vm2, type: vhost, socket: /tmp/c.sock}\n"
       "forwarding: {mode: bridge}\n");
-  CHECK(c.ports[0].socket_access.mode == mode_t{0660});
-  CHECK(c.ports[0].socket_access.group == gid_t{0});
-  CHECK(c.ports[1].socket_access.mode == mode_t{0600});
-  CHECK(c.ports[1].socket_access.group == gid_t{0});
-  CHECK_FALSE(c.ports[2].socket_access.mode);
-  CHECK_FALSE(c.ports[2].socket_access.group);
+  CHECK(c.ports[0].vhost.access.mode == mode_t{0660});
+  CHECK(c.ports[0].vhost.access.group == gid_t{0});
+  CHECK(c.ports[1].vhost.access.mode == mode_t{0600});
+  CHECK(c.ports[1].vhost.access.group == gid_t{0});
+  CHECK_FALSE(c.ports[2].vhost.access.mode);
+  CHECK_FALSE(c.ports[2].vhost.access.group);
 }
 
 TEST_CASE("every key is read") {
@@ -496,18 +496,18 @@ TEST_CASE("every key is read") {
   CHECK(c.burst == 16);
   CHECK(c.stats_interval_s == 0);
   const PortConfig& vm = c.ports[0];
-  CHECK(vm.client);
-  CHECK_FALSE(vm.reconnect);
+  CHECK(vm.vhost.client);
+  CHECK_FALSE(vm.vhost.reconnect);
   CHECK(vm.queues == 4);
-  CHECK(vm.tso);
-  CHECK(vm.zerocopy);
-  CHECK(vm.zerocopy_min_len == 512);
-  CHECK_FALSE(vm.zerocopy_fallback);
+  CHECK(vm.vhost.tso);
+  CHECK(vm.vhost.zero_copy);
+  CHECK(vm.vhost.zero_copy_min_len == 512);
+  CHECK_FALSE(vm.vhost.zero_copy_fallback);
   CHECK(vm.weight.packets == 100);
   CHECK(vm.weight.bytes == 65536);
-  CHECK(vm.notify_coalesce.packets == 8);
-  CHECK(vm.notify_coalesce.usecs == 50);
-  CHECK(vm.refill_threshold == 16);
+  CHECK(vm.vhost.notify.coalesce_packets == 8);
+  CHECK(vm.vhost.notify.coalesce_usecs == 50);
+  CHECK(vm.vhost.notify.refill_threshold == 16);
   CHECK(vm.tx_retries_max == 0);
   CHECK(vm.vlan.mode == VlanMode::kTrunk);
   CHECK(vm.vlan.trunk_vlans == std::vector<uint16_t>{10, 30});

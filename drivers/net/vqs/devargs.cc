@@ -51,6 +51,13 @@ std::optional<VhostDeviceOptions> parse_devargs(const char* args, std::string* e
       return std::nullopt;
     };
     uint64_t n = 0;
+    // A number within `limits`, worded as every devarg's range is.
+    auto number = [&](const OptionLimits& limits) {
+      return parse_uint(value, limits.max, &n) && limits.contains(n);
+    };
+    auto out_of = [&](const OptionLimits& limits) {
+      return bad("must be " + limits.range() + limits.note);
+    };
     if (key == "iface") {
       if (value == nullptr || *value == '\0') return bad("a socket path is required");
       if (std::string(value).size() >= sizeof(sockaddr_un::sun_path))
@@ -58,7 +65,7 @@ std::optional<VhostDeviceOptions> parse_devargs(const char* args, std::string* e
       options.path = value;
       have_iface = true;
     } else if (key == "queues") {
-      if (!parse_uint(value, kMaxQueuePairs, &n) || n == 0) return bad("must be 1..128");
+      if (!number(vhost_limits::kQueues)) return out_of(vhost_limits::kQueues);
       options.queue_pairs = static_cast<uint16_t>(n);
     } else if (key == "client") {
       if (!parse_uint(value, 1, &n)) return bad("must be 0 or 1");
@@ -70,20 +77,21 @@ std::optional<VhostDeviceOptions> parse_devargs(const char* args, std::string* e
       if (!parse_uint(value, 1, &n)) return bad("must be 0 or 1");
       options.tso = n == 1;
     } else if (key == "notify_coalesce_packets") {
-      if (!parse_uint(value, NotifyPolicy::kMaxCoalescePackets, &n)) return bad("must be 0..1024");
+      if (!number(vhost_limits::kNotifyCoalescePackets))
+        return out_of(vhost_limits::kNotifyCoalescePackets);
       options.notify.coalesce_packets = static_cast<uint32_t>(n);
     } else if (key == "notify_coalesce_usecs") {
-      if (!parse_uint(value, NotifyPolicy::kMaxCoalesceUsecs, &n)) return bad("must be 0..1000000");
+      if (!number(vhost_limits::kNotifyCoalesceUsecs))
+        return out_of(vhost_limits::kNotifyCoalesceUsecs);
       options.notify.coalesce_usecs = static_cast<uint32_t>(n);
     } else if (key == "refill_threshold") {
-      if (!parse_uint(value, NotifyPolicy::kMaxRefillThreshold, &n))
-        return bad("must be 0..32768 (0: ring size / 2)");
+      if (!number(vhost_limits::kRefillThreshold)) return out_of(vhost_limits::kRefillThreshold);
       options.notify.refill_threshold = static_cast<uint32_t>(n);
     } else if (key == "zerocopy") {
       if (!parse_uint(value, 1, &n)) return bad("must be 0 or 1");
       options.zero_copy = n == 1;
     } else if (key == "zerocopy_min_len") {
-      if (!parse_uint(value, UINT16_MAX, &n) || n < 64) return bad("must be 64..65535 (bytes)");
+      if (!number(vhost_limits::kZeroCopyMinLen)) return out_of(vhost_limits::kZeroCopyMinLen);
       options.zero_copy_min_len = static_cast<uint32_t>(n);
     } else if (key == "socket_mode") {
       std::string why;
@@ -102,18 +110,28 @@ std::optional<VhostDeviceOptions> parse_devargs(const char* args, std::string* e
     *error = "devarg 'iface' (the vhost-user socket path) is required";
     return std::nullopt;
   }
-  if (seen.count("reconnect") && !options.client) {
-    *error = "devarg 'reconnect' applies to client mode only (add client=1)";
-    return std::nullopt;
-  }
-  if ((seen.count("socket_mode") || seen.count("socket_group")) && options.client) {
-    *error = std::string("devarg '") +
-             (seen.count("socket_mode") ? "socket_mode" : "socket_group") +
-             "' applies to server mode only (the frontend owns a client's socket)";
-    return std::nullopt;
-  }
-  if (seen.count("zerocopy_min_len") && !options.zero_copy) {
-    *error = "devarg 'zerocopy_min_len' applies with zero-copy only (add zerocopy=1)";
+  using Option = OptionConflict::Option;
+  // The devarg of each option the rules name, and what would make it apply.
+  auto devarg = [](Option o) -> std::pair<const char*, const char*> {
+    switch (o) {
+      case Option::kReconnect:
+        return {"reconnect", "add client=1"};
+      case Option::kSocketMode:
+        return {"socket_mode", "the frontend owns a client's socket"};
+      case Option::kSocketGroup:
+        return {"socket_group", "the frontend owns a client's socket"};
+      case Option::kZeroCopyMinLen:
+        return {"zerocopy_min_len", "add zerocopy=1"};
+      case Option::kZeroCopyFallback:
+        return {"zerocopy_fallback", "add zerocopy=1"};
+    }
+    return {"?", ""};
+  };
+  const auto conflict =
+      find_option_conflict(options, [&](Option o) { return seen.count(devarg(o).first) > 0; });
+  if (conflict) {
+    const auto [name, hint] = devarg(conflict->option);
+    *error = std::string("devarg '") + name + "' applies " + conflict->why + " only (" + hint + ")";
     return std::nullopt;
   }
   return options;

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A vhost port's options are declared once (vhost/vhost_port_options.h): the PMD's devargs and the
+// switch's YAML must take each numeric option within the same limits and apply the same rules.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "config.h"
+#include "vhost/vhost_port_options.h"
+#include "vqs/devargs.h"
+
+using namespace vqs;
+
+namespace {
+
+struct NumericOption {
+  const char* devarg;        // key=value
+  const char* yaml;          // a flow mapping entry with VALUE in it
+  const char* needs_devarg;  // devargs it applies with
+  const char* needs_yaml;    // YAML keys it applies with
+  OptionLimits limits;
+};
+
+bool devargs_take(const NumericOption& o, uint64_t value, std::string* error) {
+  const std::string args =
+      std::string("iface=/tmp/opt.sock,") + o.needs_devarg + o.devarg + "=" + std::to_string(value);
+  return parse_devargs(args.c_str(), error).has_value();
+}
+
+bool yaml_takes(const NumericOption& o, uint64_t value, std::string* error) {
+  std::string entry = o.yaml;
+  entry.replace(entry.find("VALUE"), 5, std::to_string(value));
+  const std::string text = std::string("version: 1\nports:\n  - {name: vm0, type: vhost, ") +
+                           "socket: /tmp/opt.sock, " + o.needs_yaml + entry +
+                           "}\nforwarding: {mode: bridge}\n";
+  return app::parse_config(text, "t.yaml", error).has_value();
+}
+
+}  // namespace
+
+TEST_CASE("vhost options: devargs and YAML take the same ranges, from one declaration") {
+  const NumericOption options[] = {
+      {"queues", "queues: VALUE", "", "", vhost_limits::kQueues},
+      {"notify_coalesce_packets", "notify_coalesce: {packets: VALUE}", "", "",
+       vhost_limits::kNotifyCoalescePackets},
+      {"notify_coalesce_usecs", "notify_coalesce: {usecs: VALUE}", "", "",
+       vhost_limits::kNotifyCoalesceUsecs},
+      {"refill_threshold", "refill_threshold: VALUE", "", "", vhost_limits::kRefillThreshold},
+      {"zerocopy_min_len", "zerocopy_min_len: VALUE", "zerocopy=1,", "zerocopy: true, ",
+       vhost_limits::kZeroCopyMinLen},
+  };
+  for (const NumericOption& o : options) {
+    INFO(o.devarg);
+    std::string error;
+    for (const uint64_t inside : {o.limits.min, o.limits.max}) {
+      INFO(inside);
+      CHECK(devargs_take(o, inside, &error));
+      CHECK(yaml_takes(o, inside, &error));
+    }
+    std::vector<uint64_t> outside{o.limits.max + 1};
+    if (o.limits.min > 0) outside.push_back(o.limits.min - 1);
+    for (const uint64_t value : outside) {
+      INFO(value);
+      CHECK_FALSE(devargs_take(o, value, &error));
+      CHECK(error.find("must be " + o.limits.range()) != std::string::npos);
+      CHECK_FALSE(yaml_takes(o, value, &error));
+      CHECK(error.find("must be " + o.limits.range()) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("vhost options: devargs and YAML refuse the same combinations") {
+  struct Rule {
+    const char* devargs;  // after iface=
+    const char* yaml;     // mapping entries after the socket
+  };
+  const Rule refused[] = {
+      {"reconnect=1", "reconnect: true"},
+      {"client=1,socket_mode=0660", "mode: client, socket_mode: \"0660\""},
+      {"client=1,socket_group=root", "mode: client, socket_group: root"},
+      {"zerocopy_min_len=512", "zerocopy_min_len: 512"},
+  };
+  for (const Rule& r : refused) {
+    INFO(r.devargs);
+    std::string error;
+    CHECK_FALSE(parse_devargs((std::string("iface=/tmp/opt.sock,") + r.devargs).c_str(), &error));
+    CHECK(error.find("applies") != std::string::npos);
+    const std::string text = std::string("version: 1\nports:\n  - {name: vm0, type: vhost, ") +
+                             "socket: /tmp/opt.sock, " + r.yaml + "}\nforwarding: {mode: bridge}\n";
+    CHECK_FALSE(app::parse_config(text, "t.yaml", &error));
+    CHECK(error.find("only with") != std::string::npos);
+  }
+}

@@ -158,19 +158,44 @@ TEST_CASE("guest kicks: disabled while polling, enabled before sleeping") {
   }
 }
 
-TEST_CASE("size buckets follow RFC 2819's boundaries") {
+TEST_CASE("size buckets follow RFC 2819's boundaries, as librte_vhost's stats do") {
   const std::pair<uint32_t, SizeBucket> cases[] = {
-      {0, SizeBucket::kUpTo64},        {64, SizeBucket::kUpTo64},
-      {65, SizeBucket::k65To127},      {127, SizeBucket::k65To127},
-      {128, SizeBucket::k128To255},    {255, SizeBucket::k128To255},
-      {256, SizeBucket::k256To511},    {511, SizeBucket::k256To511},
-      {512, SizeBucket::k512To1023},   {1023, SizeBucket::k512To1023},
-      {1024, SizeBucket::k1024To1518}, {1518, SizeBucket::k1024To1518},
-      {1519, SizeBucket::k1519AndUp},  {65535, SizeBucket::k1519AndUp}};
+      {0, SizeBucket::kUndersize},     {63, SizeBucket::kUndersize},
+      {64, SizeBucket::k64},           {65, SizeBucket::k65To127},
+      {127, SizeBucket::k65To127},     {128, SizeBucket::k128To255},
+      {255, SizeBucket::k128To255},    {256, SizeBucket::k256To511},
+      {511, SizeBucket::k256To511},    {512, SizeBucket::k512To1023},
+      {1023, SizeBucket::k512To1023},  {1024, SizeBucket::k1024To1518},
+      {1518, SizeBucket::k1024To1518}, {1519, SizeBucket::k1519AndUp},
+      {65535, SizeBucket::k1519AndUp}};
   for (const auto& [len, bucket] : cases) {
     INFO("len " << len);
     CHECK(size_bucket(len) == bucket);
   }
+}
+
+TEST_CASE("packets to a multicast or the broadcast address are counted apart") {
+  QueueStats stats;
+  const uint8_t unicast[6] = {0x02, 0, 0, 0, 0, 1};
+  const uint8_t multicast[6] = {0x01, 0x00, 0x5e, 0, 0, 1};
+  const uint8_t broadcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  const uint8_t almost[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xfe};  // multicast, not broadcast
+  stats.count_packet(64, unicast);
+  stats.count_packet(64, multicast);
+  stats.count_packet(1500, broadcast);
+  stats.count_packet(64, almost);
+  stats.count_packet(5, broadcast);  // too short to have a destination: neither
+  CHECK(stats.packets == 5);
+  CHECK(stats.multicast == 2);
+  CHECK(stats.broadcast == 1);
+  CHECK(stats.sizes[static_cast<int>(SizeBucket::k64)] == 3);
+  CHECK(stats.sizes[static_cast<int>(SizeBucket::kUndersize)] == 1);
+  QueueStats sum;
+  sum.add(stats);
+  sum.add(stats);
+  CHECK(sum.multicast == 4);
+  CHECK(sum.sizes[static_cast<int>(SizeBucket::k1519AndUp)] == 0);
+  CHECK(sum.sizes[static_cast<int>(SizeBucket::k1024To1518)] == 2);
 }
 
 // Issue 16, hole 1: more used entries staged in one burst than the ring holds (lent chains coming

@@ -289,7 +289,8 @@ std::string format_plan(const Config& config, const Plan& plan) {
       out << "    weight " << format_weight(port.weight) << ", refill threshold "
           << auto_or(port.vhost.notify.refill_threshold) << ", notify coalesce ";
       if (port.vhost.notify.coalesce_packets || port.vhost.notify.coalesce_usecs)
-        out << port.vhost.notify.coalesce_packets << " pkts / " << port.vhost.notify.coalesce_usecs << " us";
+        out << port.vhost.notify.coalesce_packets << " pkts / " << port.vhost.notify.coalesce_usecs
+            << " us";
       else
         out << "off";
       out << ", tx retries " << port.tx_retries_max << "\n";

@@ -24,7 +24,7 @@ std::string drop_list(const PortTotals& now, const PortTotals* before) {
         now.switch_drops[r] - (before ? before->switch_drops[r] : 0));
   for (int r = 0; r < kDropReasonCount; ++r)
     add(drop_reason_name(static_cast<DropReason>(r)),
-        now.datapath_drops[r] - (before ? before->datapath_drops[r] : 0));
+        now.guest.drops[r] - (before ? before->guest.drops[r] : 0));
   add("rx_missed", now.rx_missed - (before ? before->rx_missed : 0));
   add("rx_nombuf", now.rx_nombuf - (before ? before->rx_nombuf : 0));
   add("rx_errors", now.rx_errors - (before ? before->rx_errors : 0));
@@ -72,8 +72,8 @@ void StatsReport::print_totals(std::FILE* out) const {
                  t.tx_retries, t.total_drops(), drop_list(t, nullptr).c_str());
     if (port.is_guest()) {
       std::fprintf(out, "  %-17s guest notifications %lu (coalesced %lu, forced by refill %lu)\n",
-                   "", t.guest_notifications, t.guest_notifications_coalesced,
-                   t.guest_notifications_refill);
+                   "", t.guest.guest_notifications, t.guest.guest_notifications_coalesced,
+                   t.guest.guest_notifications_refill);
     }
   }
   for (const auto& loop : switch_.lcores()) {

@@ -63,7 +63,7 @@ uint64_t PortTotals::total_drops() const {
   // rx_nombuf counts failed mbuf allocations, not packets (those lost show in rx_missed).
   uint64_t sum = rx_missed + rx_errors + tx_errors;
   for (uint64_t d : switch_drops) sum += d;
-  for (uint64_t d : datapath_drops) sum += d;
+  for (uint64_t d : guest.drops) sum += d;
   return sum;
 }
 
@@ -158,8 +158,8 @@ bool Switch::build(std::string* error) {
       out.shared = port->is_guest() ? plan_.tx_shared[port->index()] : lcore_count > txqs;
       const PortConfig& pc = config_.ports[port->index()];
       out.retries_max = pc.tx_retries_max;
-      out.housekeeping = pc.type == PortType::kVhost &&
-                         (pc.vhost.notify.coalesce_packets != 0 || pc.vhost.notify.coalesce_usecs != 0);
+      out.housekeeping = pc.type == PortType::kVhost && (pc.vhost.notify.coalesce_packets != 0 ||
+                                                         pc.vhost.notify.coalesce_usecs != 0);
       outputs.push_back(out);
     }
     lcores_.push_back(std::make_unique<LcoreLoop>(
@@ -307,19 +307,10 @@ PortTotals Switch::totals(uint16_t index) const {
       t.tx_bytes += device.stats(guest_rx_vring(q)).bytes;
     }
     for (uint16_t v = 0; v < device.vring_count(); ++v) {
-      const QueueStats& s = device.stats(v);
-      for (int r = 0; r < kDropReasonCount; ++r) t.datapath_drops[r] += s.drops[r];
-      t.mbuf_alloc_failures += s.mbuf_alloc_failures;
-      t.zerocopy_packets += s.zero_copy_packets;
-      t.zerocopy_copied += s.zero_copy_copied;
-      t.zerocopy_limit_copies += s.zero_copy_limit_copies;
-      t.zerocopy_limit_waits += s.zero_copy_limit_waits;
+      t.guest.add(device.stats(v));
       t.zerocopy_in_flight += device.zero_copy_in_flight(v);
       t.zerocopy_wakeups += device.zero_copy_wakeups(v);
       t.zerocopy_orphans += device.zero_copy_orphans(v);
-      t.guest_notifications += s.guest_notifications;
-      t.guest_notifications_coalesced += s.guest_notifications_coalesced;
-      t.guest_notifications_refill += s.guest_notifications_refill;
     }
   } else {
     rte_eth_stats s{};

@@ -25,19 +25,13 @@ namespace vqs::app {
 struct PortTotals {
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, tx_retries = 0;
   uint64_t switch_drops[kSwitchDropCount] = {};
-  uint64_t datapath_drops[kDropReasonCount] = {};  // guests
-  uint64_t mbuf_alloc_failures = 0;                // guests: TX left in the ring for lack of mbufs
+  // Guests: the datapath's counters summed over every vring (both directions; its drops by
+  // reason, notifications, zero-copy), named as kQueueCounters names them.
+  QueueStats guest;
   uint64_t rx_missed = 0, rx_nombuf = 0, rx_errors = 0, tx_errors = 0;  // NICs (rte_eth_stats)
-  uint64_t guest_notifications = 0;            // guests: interrupts sent, whatever the reason
-  uint64_t guest_notifications_coalesced = 0;  // deferred or merged by notify_coalesce
-  uint64_t guest_notifications_refill = 0;     // sent because posted buffers fell below threshold
-  uint64_t zerocopy_packets = 0;               // guests with zerocopy: lent, not copied
-  uint64_t zerocopy_copied = 0;                // ... copied (short, unattachable, or at the limit)
-  uint64_t zerocopy_limit_copies = 0;          // ... of those, copied at the in-flight limit
-  uint64_t zerocopy_limit_waits = 0;           // bursts stopped at it (zerocopy_fallback: false)
-  uint64_t zerocopy_in_flight = 0;             // ... lent now
-  uint64_t zerocopy_wakeups = 0;               // ... completions that woke a sleeping lcore
-  uint64_t zerocopy_orphans = 0;               // ... chains freed after their session ended
+  uint64_t zerocopy_in_flight = 0;  // guests with zerocopy: lent now
+  uint64_t zerocopy_wakeups = 0;    // ... completions that woke a sleeping lcore
+  uint64_t zerocopy_orphans = 0;    // ... chains freed after their session ended
   uint64_t total_drops() const;
 };
 

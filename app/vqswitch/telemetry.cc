@@ -52,15 +52,12 @@ int ports_command(const char*, const char* params, rte_tel_data* d) {
       add_u64(p, switch_drop_name(static_cast<SwitchDrop>(r)), t.switch_drops[r]);
     if (port.is_guest()) {
       for (int r = 0; r < kDropReasonCount; ++r)
-        add_u64(p, drop_reason_name(static_cast<DropReason>(r)), t.datapath_drops[r]);
-      add_u64(p, "mbuf_alloc_failures", t.mbuf_alloc_failures);
-      add_u64(p, "guest_notifications", t.guest_notifications);
-      add_u64(p, "guest_notifications_coalesced", t.guest_notifications_coalesced);
-      add_u64(p, "guest_notifications_refill", t.guest_notifications_refill);
-      add_u64(p, "zerocopy_packets", t.zerocopy_packets);
-      add_u64(p, "zerocopy_copied", t.zerocopy_copied);
-      add_u64(p, "zerocopy_limit_copies", t.zerocopy_limit_copies);
-      add_u64(p, "zerocopy_limit_waits", t.zerocopy_limit_waits);
+        add_u64(p, drop_reason_name(static_cast<DropReason>(r)), t.guest.drops[r]);
+      // Both directions summed (good_packets: received plus delivered), as the PMD's xstats
+      // name each queue's.
+      for (const QueueCounter& c : kQueueCounters) add_u64(p, c.name, t.guest.*c.field);
+      for (int b = 0; b < kSizeBucketCount; ++b)
+        add_u64(p, size_bucket_name(static_cast<SizeBucket>(b)), t.guest.sizes[b]);
       add_u64(p, "zerocopy_in_flight", t.zerocopy_in_flight);
       add_u64(p, "zerocopy_wakeups", t.zerocopy_wakeups);
       add_u64(p, "zerocopy_orphans", t.zerocopy_orphans);

@@ -126,7 +126,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
       }
       ++out;
       result.bytes += pkt_len;
-      stats.count_packet(pkt_len);
+      stats.count_packet(pkt_len, rte_pktmbuf_mtod(m, const uint8_t*));
       if (zero_copy != nullptr) ++stats.zero_copy_copied;
       if (result.bytes >= max_bytes) break;
       continue;
@@ -170,7 +170,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
           }
           ++out;
           result.bytes += pkt_len;
-          stats.count_packet(pkt_len);
+          stats.count_packet(pkt_len, rte_pktmbuf_mtod(m, const uint8_t*));
           ++stats.zero_copy_packets;
           if (result.bytes >= max_bytes) break;
           continue;
@@ -205,7 +205,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
         }
         ++out;
         result.bytes += pkt_len;
-        stats.count_packet(pkt_len);
+        stats.count_packet(pkt_len, rte_pktmbuf_mtod(m, const uint8_t*));
       } else {
         rte_pktmbuf_reset(m);  // reused for the next packet
         drop = DropReason::kTooLarge;

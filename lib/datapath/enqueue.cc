@@ -247,7 +247,7 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
         ring.put_used(id, hdr_size + len);
         ++pos;
         result.bytes += len;
-        stats.count_packet(len);
+        stats.count_packet(len, rte_pktmbuf_mtod(m, const uint8_t*));
         continue;
       }
     }
@@ -274,7 +274,7 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
     for (uint32_t i = 0; i < gatherer.head_count(); ++i)
       ring.put_used(gatherer.head(i).id, gatherer.head(i).capacity);
     result.bytes += len;
-    stats.count_packet(len);
+    stats.count_packet(len, rte_pktmbuf_mtod(m, const uint8_t*));
   }
   ring.consume(pos);
   vq.complete_rx_burst(used_before, static_cast<uint32_t>(stats.packets - packets_before),

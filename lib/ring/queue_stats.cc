@@ -23,24 +23,32 @@ const char* drop_reason_name(DropReason reason) {
 
 const char* size_bucket_name(SizeBucket bucket) {
   switch (bucket) {
-    case SizeBucket::kUpTo64:
+    case SizeBucket::kUndersize:
+      return "undersize_packets";
+    case SizeBucket::k64:
       return "size_64_packets";
     case SizeBucket::k65To127:
-      return "size_65_to_127_packets";
+      return "size_65_127_packets";
     case SizeBucket::k128To255:
-      return "size_128_to_255_packets";
+      return "size_128_255_packets";
     case SizeBucket::k256To511:
-      return "size_256_to_511_packets";
+      return "size_256_511_packets";
     case SizeBucket::k512To1023:
-      return "size_512_to_1023_packets";
+      return "size_512_1023_packets";
     case SizeBucket::k1024To1518:
-      return "size_1024_to_1518_packets";
+      return "size_1024_1518_packets";
     case SizeBucket::k1519AndUp:
-      return "size_1519_to_max_packets";
+      return "size_1519_max_packets";
     case SizeBucket::kCount:
       break;
   }
   return "unknown";
+}
+
+void QueueStats::add(const QueueStats& other) {
+  for (const QueueCounter& c : kQueueCounters) this->*c.field += other.*c.field;
+  for (int b = 0; b < kSizeBucketCount; ++b) sizes[b] += other.sizes[b];
+  for (int r = 0; r < kDropReasonCount; ++r) drops[r] += other.drops[r];
 }
 
 }  // namespace vqs

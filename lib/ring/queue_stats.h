@@ -21,9 +21,10 @@ constexpr int kDropReasonCount = static_cast<int>(DropReason::kCount);
 
 const char* drop_reason_name(DropReason reason);
 
-// Packet-size buckets as RFC 2819 counts them (and as DPDK's vhost PMD names its xstats).
+// Packet-size buckets as RFC 2819 counts them, and as librte_vhost's per-queue stats do.
 enum class SizeBucket : uint8_t {
-  kUpTo64,
+  kUndersize,  // shorter than 64 bytes
+  k64,
   k65To127,
   k128To255,
   k256To511,
@@ -37,17 +38,20 @@ constexpr int kSizeBucketCount = static_cast<int>(SizeBucket::kCount);
 const char* size_bucket_name(SizeBucket bucket);
 
 inline SizeBucket size_bucket(uint32_t len) {
-  if (len <= 64) return SizeBucket::kUpTo64;
+  if (len < 64) return SizeBucket::kUndersize;
+  if (len == 64) return SizeBucket::k64;
   if (len > 1518) return SizeBucket::k1519AndUp;
   if (len >= 1024) return SizeBucket::k1024To1518;
   // 65..1023: one bucket per power of two, from the position of the highest set bit.
-  return static_cast<SizeBucket>(31 - __builtin_clz(len) - 5);
+  return static_cast<SizeBucket>(31 - __builtin_clz(len) - 4);
 }
 
 struct alignas(64) QueueStats {
   uint64_t packets = 0;
   uint64_t bytes = 0;
   uint64_t sizes[kSizeBucketCount] = {};
+  uint64_t multicast = 0;  // destination MAC multicast, broadcast excluded
+  uint64_t broadcast = 0;
   uint64_t drops[kDropReasonCount] = {};
   // mbuf pool empty during guest TX: not a drop, the packets stay in the guest's ring.
   uint64_t mbuf_alloc_failures = 0;
@@ -85,11 +89,45 @@ struct alignas(64) QueueStats {
     for (uint64_t d : drops) sum += d;
     return sum;
   }
-  void count_packet(uint32_t len) {
+  // `frame`: the packet's first bytes (its destination MAC when len >= 6).
+  void count_packet(uint32_t len, const uint8_t* frame) {
     ++packets;
     bytes += len;
     ++sizes[static_cast<int>(size_bucket(len))];
+    if (len >= 6 && (frame[0] & 1) != 0) [[unlikely]] {
+      if ((frame[0] & frame[1] & frame[2] & frame[3] & frame[4] & frame[5]) == 0xff)
+        ++broadcast;
+      else
+        ++multicast;
+    }
   }
+  // Adds `other`'s counters (sums over queues).
+  void add(const QueueStats& other);
+};
+
+// Every counter of QueueStats besides drops and sizes, under the name each report uses (the
+// PMD's xstats, the switch's telemetry): librte_vhost's per-queue stats name where the meaning is
+// the same, so tools that read net_vhost's read ours.
+struct QueueCounter {
+  const char* name;
+  uint64_t QueueStats::*field;
+};
+inline constexpr QueueCounter kQueueCounters[] = {
+    {"good_packets", &QueueStats::packets},
+    {"good_bytes", &QueueStats::bytes},
+    {"multicast_packets", &QueueStats::multicast},
+    {"broadcast_packets", &QueueStats::broadcast},
+    {"invalid_rx_chains", &QueueStats::invalid_rx_chains},
+    {"rx_descriptor_budget_bursts", &QueueStats::rx_descriptor_budget_bursts},
+    {"mbuf_alloc_failures", &QueueStats::mbuf_alloc_failures},
+    {"guest_notifications", &QueueStats::guest_notifications},
+    {"guest_notifications_coalesced", &QueueStats::guest_notifications_coalesced},
+    {"guest_notifications_refill", &QueueStats::guest_notifications_refill},
+    {"ring_broken", &QueueStats::ring_broken},
+    {"zerocopy_packets", &QueueStats::zero_copy_packets},
+    {"zerocopy_copied", &QueueStats::zero_copy_copied},
+    {"zerocopy_limit_copies", &QueueStats::zero_copy_limit_copies},
+    {"zerocopy_limit_waits", &QueueStats::zero_copy_limit_waits},
 };
 
 }  // namespace vqs

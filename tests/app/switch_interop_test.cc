@@ -385,8 +385,8 @@ TEST_CASE("notify_coalesce: a guest asleep on its rx interrupt gets the deferred
   (void)rte_eth_dev_rx_intr_ctl_q(b.port(), 0, RTE_EPOLL_PER_THREAD, RTE_INTR_EVENT_DEL, nullptr);
   const PortTotals t = sw.get().totals(1);
   CHECK(t.tx_packets == 5);
-  CHECK(t.guest_notifications_coalesced >= 5);
-  CHECK(t.guest_notifications >= 5);
+  CHECK(t.guest.guest_notifications_coalesced >= 5);
+  CHECK(t.guest.guest_notifications >= 5);
 }
 
 // --- Zero-copy: the head-of-line case that made Linux add its copy fallback. ---
@@ -504,7 +504,7 @@ TEST_CASE("zero-copy: a consumer that holds one flow's buffers does not slow the
   // Every small frame arrived (exchange checks it); the large flow filled its share of slots and
   // was copied beyond it, so the guest never waited for the held buffers.
   CHECK(t.zerocopy_in_flight == 64);  // ring of 256: a quarter, all held by `slow`
-  CHECK(t.zerocopy_limit_copies > 0);
+  CHECK(t.guest.zero_copy_limit_copies > 0);
   CHECK(slow.held() == 50 * 32);
   UNSCOPED_INFO("small flow: " << 50 * 32 / alone << " pps alone, " << 50 * 32 / beside
                                << " pps beside the held large flow");
@@ -515,7 +515,7 @@ TEST_CASE("zero-copy: a consumer that holds one flow's buffers does not slow the
   CHECK(slow.release() == 50 * 32);
   run(2, true, 9000);
   const PortTotals after = sw.get().totals(0);
-  CHECK(after.zerocopy_packets > t.zerocopy_packets);
+  CHECK(after.guest.zero_copy_packets > t.guest.zero_copy_packets);
   CHECK(after.total_drops() == before.total_drops());
   // Before the switch goes: a device torn down with chains still lent leaves their tracker and
   // mappings allocated on purpose (a consumer may still read them), which LeakSanitizer reports.
@@ -558,12 +558,12 @@ TEST_CASE("zero-copy: a NIC that frees lazily is asked to when a guest queue rea
   CHECK(t.total_drops() == 0);
   CHECK(lcore.lent_reclaims > 0);
   CHECK(lcore.lent_reclaimed_packets >= 64);
-  UNSCOPED_INFO("lent " << t.zerocopy_packets << ", copied for the limit "
-                        << t.zerocopy_limit_copies << ", reclaims " << lcore.lent_reclaims
+  UNSCOPED_INFO("lent " << t.guest.zero_copy_packets << ", copied for the limit "
+                        << t.guest.zero_copy_limit_copies << ", reclaims " << lcore.lent_reclaims
                         << " freeing " << lcore.lent_reclaimed_packets);
   // Without the reclaim, 64 would be lent and the other 256 copied.
-  CHECK(t.zerocopy_packets >= 160);
-  CHECK(t.zerocopy_packets + t.zerocopy_copied == 320);
+  CHECK(t.guest.zero_copy_packets >= 160);
+  CHECK(t.guest.zero_copy_packets + t.guest.zero_copy_copied == 320);
   CHECK(nic.held() + lcore.lent_reclaimed_packets == 320);
 }
 
@@ -917,8 +917,8 @@ TEST_CASE("zerocopy: a guest's echo replies lent to net_tap reach the kernel int
   // compares each reply's data with what it sent (a segment one byte off fails it).
   ping_guest_through_tap(sw, tap, 1400);
   const PortTotals guest = sw.get().totals(0);
-  CHECK(guest.zerocopy_packets >= 3);
-  for (uint64_t dropped : guest.datapath_drops) CHECK(dropped == 0);
+  CHECK(guest.guest.zero_copy_packets >= 3);
+  for (uint64_t dropped : guest.guest.drops) CHECK(dropped == 0);
   // Nothing toward the kernel was refused (a chained mbuf, segments in guest memory).
   CHECK(sw.get().totals(1).total_drops() == 0);
   // net_tap frees each chain once written: every lent buffer went back to the guest.

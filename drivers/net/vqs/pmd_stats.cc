@@ -8,30 +8,6 @@
 namespace vqs {
 namespace {
 
-// Per-queue xstats besides the size buckets, in the order they are listed.
-struct Counter {
-  const char* name;
-  uint64_t (*read)(const QueueStats&);
-};
-
-constexpr Counter kCounters[] = {
-    {"good_packets", [](const QueueStats& s) { return s.packets; }},
-    {"good_bytes", [](const QueueStats& s) { return s.bytes; }},
-    {"invalid_rx_chains", [](const QueueStats& s) { return s.invalid_rx_chains; }},
-    {"rx_descriptor_budget_bursts",
-     [](const QueueStats& s) { return s.rx_descriptor_budget_bursts; }},
-    {"mbuf_alloc_failures", [](const QueueStats& s) { return s.mbuf_alloc_failures; }},
-    {"guest_notifications", [](const QueueStats& s) { return s.guest_notifications; }},
-    {"guest_notifications_coalesced",
-     [](const QueueStats& s) { return s.guest_notifications_coalesced; }},
-    {"guest_notifications_refill",
-     [](const QueueStats& s) { return s.guest_notifications_refill; }},
-    {"ring_broken", [](const QueueStats& s) { return s.ring_broken; }},
-    {"zerocopy_packets", [](const QueueStats& s) { return s.zero_copy_packets; }},
-    {"zerocopy_copied", [](const QueueStats& s) { return s.zero_copy_copied; }},
-    {"zerocopy_limit_copies", [](const QueueStats& s) { return s.zero_copy_limit_copies; }},
-    {"zerocopy_limit_waits", [](const QueueStats& s) { return s.zero_copy_limit_waits; }},
-};
 // Per-queue values not subject to resets: guest TX zero-copy's settings and state; 0
 // with zero-copy off.
 struct Gauge {
@@ -56,7 +32,7 @@ constexpr Gauge kGauges[] = {
 // caller instead of dropping them, so that counter would always read 0.
 constexpr int kDropXstats = kDropReasonCount - 1;
 constexpr unsigned kPerQueue =
-    std::size(kCounters) + std::size(kGauges) + kDropXstats + kSizeBucketCount;
+    std::size(kQueueCounters) + std::size(kGauges) + kDropXstats + kSizeBucketCount;
 
 // Port-level xstats, listed before the per-queue ones. Not subject to resets: they count
 // configuration problems, which should stay visible until the port is closed.
@@ -86,7 +62,7 @@ void for_each_xstat(rte_eth_dev* dev, PortFn&& port_fn, Fn&& fn) {
   auto queue = [&](const char* dir, uint16_t q, uint16_t vring) {
     const QueueStats& now = port->device()->stats(vring);
     const QueueStats& base = port->reset_base(vring);
-    for (const Counter& c : kCounters) fn(dir, q, c.name, c.read(now) - c.read(base));
+    for (const QueueCounter& c : kQueueCounters) fn(dir, q, c.name, now.*c.field - base.*c.field);
     for (const Gauge& g : kGauges) fn(dir, q, g.name, g.read(*port->device(), vring));
     char drop_name[32];  // "bad_offload_request_drops" is the longest
     for (int r = 0; r < kDropReasonCount; ++r) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "vhost/vhost_port_options.h"
+#include "yaml_reader.h"
 
 namespace vqs::app {
 
@@ -24,12 +25,6 @@ constexpr unsigned kMaxPorts = 1024;
 constexpr unsigned kMaxQueues = 128;
 // A configuration file is read to at most this size: a thousand ports take a few hundred KiB.
 constexpr size_t kMaxConfigBytes = 1 << 20;
-
-// Where a value starts in the YAML file, 1-based; 0: unknown (a Config built in code).
-struct SourcePos {
-  int line = 0;
-  int column = 0;
-};
 
 // Packets per visit when the config gives none: chosen from the sweeps in docs/benchmarks.md
 // ("Packet weights"), the reasons in docs/configuration.md. Not tied to the ring size: 2 x ring

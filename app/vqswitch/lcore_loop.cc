@@ -111,10 +111,8 @@ uint32_t LcoreLoop::poll_once(uint64_t now_tsc) {
     });
     tx_.flush();
   }
-  // A guest queue copied for its in-flight limit: its lent buffers may sit, sent, in a NIC tx
-  // queue that frees only when its ring runs low. Freed now, they complete and lending resumes
-  // at the queue's next visit instead of after a ring's worth of copies.
-  // (Time first: a report within the interval is kept for when it is due.)
+  // A guest queue copied at its in-flight limit: its lent buffers may sit in a lazy NIC tx queue;
+  // freed now, lending resumes at its next visit (a report within the interval waits till due).
   if (now_tsc >= next_reclaim_tsc_ && poller_.take_lending_full()) [[unlikely]]
     reclaim_lent(now_tsc);
   if (forwarding_->bridge != nullptr) forwarding_->bridge->quiescent(slot_);

@@ -38,12 +38,9 @@ void write_packet(const IoVecList& iov, const VirtioNetHdrMrgRxbuf& hdr, uint32_
   }
 }
 
-// The header of a packet without offloads in one buffer: zero, num_buffers 1. Written only where
-// the guest's copy differs. A DPDK guest puts it at the end of the line before the packet (below
-// a 128-byte headroom), and a buffer it reuses usually holds this header already (its own tx
-// wrote it, or our last write): left alone, the line stays in the guest's cache and its rx reads
-// it without a miss, where a store would cost the guest one line transfer per packet.
-// librte_vhost skips such writes too (ASSIGN_UNLESS_EQUAL).
+// A packet without offloads in one buffer: header zero, num_buffers 1, stored only where the
+// guest's copy differs, so its line stays in the guest's cache (as librte_vhost's
+// ASSIGN_UNLESS_EQUAL; docs/benchmarks.md, "What moved the numbers").
 void write_plain_header(uint8_t* buf, uint32_t hdr_size) {
   VirtioNetHdrMrgRxbuf hdr{};
   hdr.num_buffers = 1;

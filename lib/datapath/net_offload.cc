@@ -131,11 +131,9 @@ bool apply_guest_tx_offload(const VirtioNetHdr& hdr, rte_mbuf* m) {
     }
   }
 
-  // TCP segmentation only: we do not offer HOST_UFO/USO, and a UFO datagram is one datagram to
-  // fragment, not segments an application could produce with TSO-like offloads.
-  // Segmentation (rte_gso, a NIC's TSO) takes the headers from the first segment, at the
-  // offsets parsed here: only when the guest's checksum start agrees with them and they all lie
-  // in that segment (a lent packet's is its 128-byte copied head).
+  // TCP segmentation only (no HOST_UFO/USO offered). Whoever segments takes the headers from the
+  // first segment at the offsets parsed here: they must agree with csum_start and lie in that
+  // segment (a lent packet's 128-byte head).
   if (hdr.gso_type == kNetHdrGsoNone) return true;
   const uint8_t gso = hdr.gso_type & ~kNetHdrGsoEcn;
   const uint32_t l3 = ptype & RTE_PTYPE_L3_MASK;

@@ -27,10 +27,8 @@
 
 namespace vqs {
 
-// What a guest's GSO request may ask of whoever segments it (rte_gso here, a NIC's TSO): a
-// gso_size of 1 would ask for ~64k frames. No real path needs an MSS below 88 bytes (every IPv4
-// host takes 576-byte datagrams: an MSS of 536); 256 segments carry 64 KiB at any MSS from 256
-// bytes on, and are what the switch's software segmentation has room for.
+// Bounds on a guest's GSO request (gso_size 1 would ask for ~64k frames): no real path needs an
+// MSS below 88; 256 segments carry 64 KiB from an MSS of 256 and fit the switch's segmentation.
 constexpr uint16_t kMinGuestGsoSize = 88;
 constexpr uint32_t kMaxGuestGsoSegments = 256;
 

@@ -23,11 +23,9 @@ constexpr uint32_t kZeroCopyMaxPieces = 64;
 // The longest TCP header (data offset 15).
 constexpr uint32_t kMaxL4HeaderLen = 60;
 
-// Whether a packet with virtio-net header `hdr` may be lent. An offload request has us rewrite
-// the headers it names (checksum completion, here or at an output without the offload, and
-// segmentation), and the device must never write into a buffer the guest gave it to read: so
-// with a request, the checksum field and an L4 header of any length from csum_start must lie
-// in the copied head. Segmentation without a checksum request names no header: copied.
+// Whether a packet with virtio-net header `hdr` may be lent: an offload request's headers
+// (checksum field, L4 header from csum_start) must lie in the copied head, since we may rewrite
+// them and never write to the guest's TX buffers (docs/architecture.md, "Dequeue zero-copy").
 inline bool offload_fits_head(const VirtioNetHdr& hdr) {
   if (!(hdr.flags & kNetHdrFNeedsCsum)) return hdr.gso_type == kNetHdrGsoNone;
   const uint32_t start = hdr.csum_start;

@@ -25,11 +25,8 @@ namespace vqs {
 // memfd), else the system page size.
 uint64_t backing_page_size(int fd);
 
-// Whether a region of `size` bytes at `offset` in the file `fd` lies within the file. A mapping
-// reaching past the end of a file succeeds, and the first touch of that part raises SIGBUS; a
-// frontend controls the fd, so every region is checked before it is mapped. Only regular files
-// (memfd, hugetlbfs, /dev/shm: what QEMU's memory backends use) are accepted, and no empty
-// region. False with `why`.
+// Whether a non-empty region of `size` bytes at `offset` lies within the regular file `fd` (a
+// mapping past a file's end raises SIGBUS at first touch; docs/security.md). False with `why`.
 bool region_fits_file(int fd, uint64_t offset, uint64_t size, std::string* why);
 
 class GuestMapping {

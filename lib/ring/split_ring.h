@@ -70,12 +70,9 @@ class SplitRing {
     for (uint16_t i = 0; i < count; ++i) prefetch_desc(avail_head(i));
   }
 
-  // Stages a used entry; the guest sees it after publish_used(). Entries collect in a local
-  // shadow and are copied to the ring together: writing them one by one into cache lines the
-  // guest is polling costs the guest a line transfer per packet. The shadow never holds more
-  // than the ring: a burst may stage more entries than that (lent chains coming back, plus a
-  // full ring from a guest that reuses descriptors it has not got back), and one copy of them
-  // would run past the ring's end.
+  // Stages a used entry; the guest sees it after publish_used(). Entries collect in a local shadow
+  // copied to the ring together, never more than the ring holds at once (docs/architecture.md,
+  // "Dequeue (guest TX)"; docs/security.md).
   void put_used(uint16_t id, uint32_t len) {
     if (shadow_count_ == shadow_limit_) flush_shadow();
     shadow_[shadow_count_++] = VringUsedElem{id, len};

@@ -71,10 +71,8 @@ const char* file_kind(mode_t mode) {
 
 }  // namespace
 
-// Prepares a server socket's path for bind(). A socket file left by a process that is gone is
-// removed; anything else there is an error: a socket someone accepts on, and any path that is not
-// a socket itself (lstat: a symlink is not followed), which is never removed. librte_vhost
-// unlinks a server's path when its registration is undone, so the check comes before it.
+// Before librte_vhost binds (and, at unregistering, unlinks) the path: lstat, so a symlink is
+// not followed; only a socket nobody accepts on is removed.
 bool clear_server_socket_path(const std::string& path, bool* removed_stale, std::string* error) {
   struct stat st {};
   if (lstat(path.c_str(), &st) != 0) {

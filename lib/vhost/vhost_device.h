@@ -162,11 +162,8 @@ class VhostDevice {
   void count_refused_message() { refused_messages_.fetch_add(1); }
   // Frontends refused because another one was connected (see admit()).
   uint64_t refused_frontends() const { return refused_frontends_.load(); }
-  // At each message: whether connection `vid` may speak. The first connection to send a message
-  // is admitted; a later one is refused while an admitted one is still connected (one frontend
-  // per port: a second one would take the port over). librte_vhost processes a closed
-  // connection's end before the next one's first message, so a frontend that reconnects at once
-  // is admitted.
+  // At each message: whether connection `vid` may speak. One frontend per port: the first to send
+  // is admitted, a later one refused while it is connected (docs/architecture.md, "Control plane").
   bool admit(int vid);
 
   // librte_vhost callbacks (static trampolines find the device by socket path).

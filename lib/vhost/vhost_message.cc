@@ -64,11 +64,9 @@ void close_message_fds(void* msg) {
   std::memcpy(bytes + kMsgFdsOffset, fds, sizeof(fds));
 }
 
-// A SET_MEM_TABLE whose regions reach past the end of their files would map, and the first
-// touch of those pages (librte_vhost's own, translating ring addresses, or an lcore's) raises
-// SIGBUS in the whole process. Such a table is refused before librte_vhost maps it; so is one
-// whose fds do not match its regions (librte_vhost would refuse it too). Its fds are closed here:
-// librte_vhost leaves a message's fds to a pre-hook that fails it.
+// Refuses, before librte_vhost maps it, a SET_MEM_TABLE with a region past the end of its file
+// (its first touch would raise SIGBUS) or fds that do not match its regions, closing the fds a
+// failed pre-hook is left with (docs/security.md).
 bool mem_table_fits_files(const std::string& path, void* msg) {
   auto* bytes = static_cast<uint8_t*>(msg);
   uint32_t nregions = 0, size = 0;
@@ -96,10 +94,9 @@ bool mem_table_fits_files(const std::string& path, void* msg) {
   return false;
 }
 
-// Pre- (kAfter false) and post-message hook. When the device answers a message itself, the
-// pre-hook writes the u64 payload and returns REPLY: librte_vhost then sends the message back as
-// the reply (setting the reply flags, clearing NEED_REPLY) and skips its own handler, and with it
-// the check that the message carries no fds (none are expected with the ones we answer).
+// Pre- (kAfter false) and post-message hook. To answer a message itself (GET_QUEUE_NUM) the
+// pre-hook writes the u64 payload and returns REPLY: librte_vhost sends it back and skips its
+// own handler.
 template <bool kAfter>
 enum rte_vhost_msg_result message_hook(int vid, void* msg) {
   VhostUserMsgHead head;

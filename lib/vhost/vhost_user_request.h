@@ -50,11 +50,9 @@ enum class VhostUserRequest : uint32_t {
   kGetStatus = 40,
 };
 
-// Whether a request belongs to what we negotiate: the base protocol and the features we offer
-// (MQ, REPLY_ACK, STATUS; no dirty log, inflight tracking, backend channel, IOTLB, config space,
-// postcopy or memory slots). librte_vhost 22.11 handles some of the others whatever was
-// negotiated, and not safely for a hostile frontend: GET_INFLIGHT_FD allocates and clears as much
-// memory as the message asks for (up to tens of GiB). The rest are refused before it sees them.
+// Whether a request belongs to what we negotiate: the base protocol plus MQ, REPLY_ACK, STATUS.
+// The rest are refused before librte_vhost sees them (docs/security.md: it serves some whatever
+// was negotiated, GET_INFLIGHT_FD allocating what the message asks).
 constexpr bool served_request(uint32_t request) {
   switch (static_cast<VhostUserRequest>(request)) {
     case VhostUserRequest::kGetFeatures:

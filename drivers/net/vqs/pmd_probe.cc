@@ -20,11 +20,8 @@ namespace vqs {
 
 int pmd_logtype = RTE_LOGTYPE_PMD;
 
-// The devices that may DMA from what they are given: every device a driver took, on every bus
-// but vdev (virtual devices read with the CPU; virtio_user over vhost-vdpa is the exception, see
-// docs/pmd.md). Not only NICs: a crypto or DMA device may be given the mbufs too. EAL probes the
-// vdev bus last, so at our probe the other buses' devices are all there; one attached later
-// (hotplug, or probed by a vdev such as failsafe given after ours) is not.
+// The devices that may DMA from what they are given: every driven device on every bus but vdev
+// (EAL probes vdev last, so they are all there; docs/pmd.md, "Zero-copy").
 static std::vector<rte_device*> dma_devices() {
   std::vector<rte_device*> devices;
   auto any = [](const rte_bus*, const void*) { return 0; };

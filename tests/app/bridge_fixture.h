@@ -81,8 +81,8 @@ class BridgeFixture {
                                    SOCKET_ID_ANY);
     REQUIRE(pool != nullptr);
     for (uint16_t i = 0; i < vlans.size(); ++i)
-      ports.push_back(std::make_unique<FakePort>(std::string("p").append(std::to_string(i)), i,
-                                                 1, lcores, false));  // not "p" + : -Wrestrict
+      ports.push_back(std::make_unique<FakePort>(std::string("p").append(std::to_string(i)), i, 1,
+                                                 lcores, false));  // not "p" + : -Wrestrict
     for (uint16_t slot = 0; slot < lcores; ++slot) {
       std::vector<TxBufferSet::Output> outputs(ports.size());
       for (size_t i = 0; i < ports.size(); ++i) {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "config.h"
+#include "config/config.h"
 #include "guarded_memory.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -37,9 +37,9 @@
 #include "datapath/zero_copy_tracker.h"
 #include "fake_port.h"
 #include "guarded_memory.h"
+#include "ports/tx_buffer.h"
 #include "queue_teardown.h"
 #include "ring/virtqueue.h"
-#include "tx_buffer.h"
 
 using namespace vqs;
 using vqs::app::SwitchDrop;

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "config.h"
+#include "config/config.h"
 #include "vhost/vhost_port_options.h"
 #include "vqs/devargs.h"
 

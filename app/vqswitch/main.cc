@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "plan.h"
-#include "stats_report.h"
-#include "switch.h"
-#include "telemetry.h"
+#include "config/config.h"
+#include "config/plan.h"
+#include "core/stats_report.h"
+#include "core/switch.h"
+#include "core/telemetry.h"
 
 namespace {
 

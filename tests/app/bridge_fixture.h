@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "bridge/l2_bridge.h"
 #include "fake_port.h"
-#include "l2_bridge.h"
-#include "tx_buffer.h"
+#include "ports/tx_buffer.h"
 
 namespace vqs::app::test {
 

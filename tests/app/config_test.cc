@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "plan.h"
+#include "config/config.h"
+#include "config/plan.h"
 
 namespace vqs::app {
 namespace {

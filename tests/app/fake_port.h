@@ -9,7 +9,7 @@
 #include <deque>
 #include <vector>
 
-#include "port.h"
+#include "ports/port.h"
 
 namespace vqs::app::test {
 

@@ -28,14 +28,14 @@
 #include <thread>
 
 #include "../interop/port_pair.h"
-#include "config.h"
+#include "config/config.h"
+#include "config/plan.h"
+#include "core/switch.h"
+#include "core/telemetry.h"
 #include "datapath/dequeue.h"
 #include "datapath/eal_dma_registrar.h"
-#include "guest_port.h"
-#include "plan.h"
+#include "ports/guest_port.h"
 #include "ring_tx_cleanup.h"
-#include "switch.h"
-#include "telemetry.h"
 
 namespace vqs::app::test {
 namespace {

@@ -16,14 +16,14 @@
 #include <memory>
 #include <thread>
 
+#include "core/lcore_loop.h"
+#include "core/weighted_poller.h"
 #include "counting_dma_vdev.h"
 #include "datapath/eal_dma_registrar.h"
-#include "ethdev_port.h"
 #include "fake_port.h"
-#include "lcore_loop.h"
+#include "ports/ethdev_port.h"
+#include "ports/tx_buffer.h"
 #include "ring_tx_offloads.h"
-#include "tx_buffer.h"
-#include "weighted_poller.h"
 
 namespace vqs::app::test {
 namespace {

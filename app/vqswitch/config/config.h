@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "config/yaml_reader.h"
 #include "vhost/vhost_port_options.h"
-#include "yaml_reader.h"
 
 namespace vqs::app {
 

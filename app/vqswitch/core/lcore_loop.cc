@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "lcore_loop.h"
+#include "core/lcore_loop.h"
 
 #include <rte_cycles.h>
 #include <sys/epoll.h>

@@ -11,9 +11,9 @@
 #include <optional>
 #include <vector>
 
-#include "l2_bridge.h"
-#include "tx_buffer.h"
-#include "weighted_poller.h"
+#include "bridge/l2_bridge.h"
+#include "core/weighted_poller.h"
+#include "ports/tx_buffer.h"
 
 namespace vqs::app {
 

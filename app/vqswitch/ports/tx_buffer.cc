@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "tx_buffer.h"
+#include "ports/tx_buffer.h"
 
 #include <rte_ethdev.h>
 

@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "mac_table.h"
-#include "port.h"
-#include "tx_buffer.h"
-#include "vlan.h"
+#include "bridge/mac_table.h"
+#include "bridge/vlan.h"
+#include "config/config.h"
+#include "ports/port.h"
+#include "ports/tx_buffer.h"
 
 namespace vqs::app {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "port.h"
+#include "ports/port.h"
 
 namespace vqs::app {
 

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "l2_bridge.h"
-#include "lcore_loop.h"
-#include "plan.h"
-#include "port.h"
+#include "bridge/l2_bridge.h"
+#include "config/config.h"
+#include "config/plan.h"
+#include "core/lcore_loop.h"
+#include "ports/port.h"
 #include "ring/dma_registrar.h"
 
 namespace vqs::app {

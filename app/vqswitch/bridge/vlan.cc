@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "vlan.h"
+#include "bridge/vlan.h"
 
 namespace vqs::app {
 

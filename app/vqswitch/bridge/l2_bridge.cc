@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "l2_bridge.h"
+#include "bridge/l2_bridge.h"
 
 #include <rte_cycles.h>
 

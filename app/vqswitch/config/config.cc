@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // YAML -> Config: a strict schema walk. Every value is checked where it is read, so that the first
 // problem is reported with the position and key path of the value (or key) to blame.
-#include "config.h"
+#include "config/config.h"
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
@@ -18,8 +18,8 @@
 #include <string_view>
 #include <utility>
 
-#include "plan.h"
-#include "yaml_reader.h"
+#include "config/plan.h"
+#include "config/yaml_reader.h"
 
 namespace vqs::app {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "mac_table.h"
+#include "bridge/mac_table.h"
 
 #include <rte_cycles.h>
 #include <rte_errno.h>

@@ -9,8 +9,8 @@
 #include <memory>
 #include <string>
 
-#include "config.h"
-#include "port.h"
+#include "config/config.h"
+#include "ports/port.h"
 
 namespace vqs::app {
 

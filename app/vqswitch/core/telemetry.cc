@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "telemetry.h"
+#include "core/telemetry.h"
 
 #include <rte_cycles.h>
 #include <rte_telemetry.h>
@@ -8,7 +8,7 @@
 #include <mutex>
 #include <string>
 
-#include "guest_port.h"
+#include "ports/guest_port.h"
 
 namespace vqs::app {
 namespace {

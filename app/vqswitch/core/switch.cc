@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "switch.h"
+#include "core/switch.h"
 
 #include <rte_eal.h>
 #include <rte_ethdev.h>
@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "datapath/eal_dma_registrar.h"
-#include "ethdev_port.h"
-#include "guest_port.h"
+#include "ports/ethdev_port.h"
+#include "ports/guest_port.h"
 
 namespace vqs::app {
 namespace {

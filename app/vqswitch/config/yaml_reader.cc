@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "yaml_reader.h"
+#include "config/yaml_reader.h"
 
 #include <algorithm>
 #include <cctype>

@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "config.h"
-#include "port.h"
+#include "config/config.h"
+#include "ports/port.h"
 
 namespace vqs::app {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "guest_port.h"
+#include "ports/guest_port.h"
 
 #include <rte_log.h>
 #include <sys/epoll.h>

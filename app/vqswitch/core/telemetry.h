@@ -11,7 +11,7 @@
 // of hundreds of guests.
 #pragma once
 
-#include "switch.h"
+#include "core/switch.h"
 
 namespace vqs::app {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "stats_report.h"
+#include "core/stats_report.h"
 
 #include <rte_cycles.h>
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "switch.h"
+#include "core/switch.h"
 
 namespace vqs::app {
 

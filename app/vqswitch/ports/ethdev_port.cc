@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "ethdev_port.h"
+#include "ports/ethdev_port.h"
 
 #include <rte_bus.h>
 #include <rte_dev.h>

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "datapath/net_offload.h"
-#include "port.h"
+#include "ports/port.h"
 
 namespace vqs::app {
 

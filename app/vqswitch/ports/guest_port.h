@@ -12,8 +12,8 @@
 #include <mutex>
 #include <string>
 
-#include "config.h"
-#include "port.h"
+#include "config/config.h"
+#include "ports/port.h"
 #include "vhost/vhost_device.h"
 
 namespace vqs::app {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Config -> Plan: lcores, rx queue placement, tx queues, xconnect peers.
-#include "plan.h"
+#include "config/plan.h"
 
 #include <algorithm>
 #include <cctype>

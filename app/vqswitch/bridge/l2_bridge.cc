@@ -49,6 +49,20 @@ struct L2Bridge::Packet {
   uint16_t dst_index;
 };
 
+struct L2Bridge::Chunk {
+  Packet packets[kChunk];  // those that passed the ingress VLAN rules
+  uint16_t n = 0;
+  rte_mbuf* dropped[kChunk];
+  uint16_t n_dropped = 0;
+  uint64_t filtered = 0;
+  uint64_t no_route = 0;
+  const void* keys[2 * kChunk];  // sources, then destinations, as Packet's indices say
+  uint16_t n_keys = 0;
+  int32_t positions[2 * kChunk];  // the table's answer per key; < 0: absent
+
+  void drop(rte_mbuf* m) { dropped[n_dropped++] = m; }
+};
+
 std::unique_ptr<L2Bridge> L2Bridge::create(const std::vector<VlanConfig>& port_vlans,
                                            uint32_t table_size, uint32_t aging_s, uint16_t lcores,
                                            std::string* error) {
@@ -79,25 +93,15 @@ void L2Bridge::forward(uint16_t slot, uint16_t in_port, rte_mbuf** pkts, uint16_
   }
 }
 
-void L2Bridge::forward_chunk(uint16_t slot, uint16_t in_port, rte_mbuf** pkts, uint16_t count,
-                             uint64_t now_tsc, TxBufferSet& out, PortQueueCounters& in_counters) {
-  Packet packets[kChunk];
-  rte_mbuf* dropped[kChunk];
-  uint16_t n = 0;
-  uint16_t n_dropped = 0;
-  uint64_t filtered = 0;
-  uint64_t no_route = 0;
-  const void* keys[2 * kChunk];
-  uint16_t n_keys = 0;
-
-  // Ingress VLAN and the keys to look up.
+__rte_always_inline void L2Bridge::classify(uint16_t in_port, rte_mbuf** pkts, uint16_t count,
+                                            Chunk& chunk) {
   for (uint16_t i = 0; i < count; ++i) {
-    Packet& p = packets[n];
+    Packet& p = chunk.packets[chunk.n];
     p.m = pkts[i];
     const VlanVerdict verdict = vlans_.classify(in_port, p.m, &p.in);
     if (verdict != VlanVerdict::kOk) {
-      (verdict == VlanVerdict::kFiltered ? filtered : no_route)++;
-      dropped[n_dropped++] = p.m;
+      (verdict == VlanVerdict::kFiltered ? chunk.filtered : chunk.no_route)++;
+      chunk.drop(p.m);
       continue;
     }
     const uint8_t* dst = rte_pktmbuf_mtod(p.m, const uint8_t*);
@@ -106,30 +110,29 @@ void L2Bridge::forward_chunk(uint16_t slot, uint16_t in_port, rte_mbuf** pkts, u
     p.dst_index = kNoKeyIndex;
     if (is_learnable(src)) {
       p.src_key = MacTable::key(src, p.in.vlan);
-      p.src_index = n_keys;
-      keys[n_keys++] = &p.src_key;
+      p.src_index = chunk.n_keys;
+      chunk.keys[chunk.n_keys++] = &p.src_key;
     }
     if (!is_multicast(dst)) {
       p.dst_key = MacTable::key(dst, p.in.vlan);
-      p.dst_index = n_keys;
-      keys[n_keys++] = &p.dst_key;
+      p.dst_index = chunk.n_keys;
+      chunk.keys[chunk.n_keys++] = &p.dst_key;
     }
-    ++n;
+    ++chunk.n;
   }
-  int32_t positions[2 * kChunk];
-  if (n_keys > 0) table_->lookup(keys, n_keys, positions);
+}
 
-  // Learning, before forwarding: a packet's source may be the next one's destination.
-  SlotCounters& counters = slots_[slot];
+__rte_always_inline void L2Bridge::learn_sources(uint16_t slot, uint16_t in_port, uint64_t now_tsc,
+                                                 const Chunk& chunk) {
   uint64_t learned = 0;
   uint64_t moved = 0;
   uint64_t full = 0;
   uint64_t added_key = 0;  // the last source added in this chunk: its next packets need no add
   int32_t added_position = -1;
-  for (uint16_t i = 0; i < n; ++i) {
-    const Packet& p = packets[i];
+  for (uint16_t i = 0; i < chunk.n; ++i) {
+    const Packet& p = chunk.packets[i];
     if (p.src_index == kNoKeyIndex) continue;
-    int32_t position = positions[p.src_index];
+    int32_t position = chunk.positions[p.src_index];
     if (position < 0 && added_position >= 0 && p.src_key == added_key) position = added_position;
     const bool absent = position < 0;
     const MacTable::Learn result = table_->learn(slot, position, p.src_key, in_port, now_tsc);
@@ -151,35 +154,48 @@ void L2Bridge::forward_chunk(uint16_t slot, uint16_t in_port, rte_mbuf** pkts, u
         break;
     }
   }
+  SlotCounters& counters = slots_[slot];
+  bump(counters.learned, learned);
+  bump(counters.moved, moved);
+  bump(counters.table_full, full);
+}
 
+__rte_always_inline void L2Bridge::send(uint16_t slot, uint16_t in_port, Chunk& chunk,
+                                        TxBufferSet& out, PortQueueCounters& in_counters) {
   uint64_t flooded = 0;
-  for (uint16_t i = 0; i < n; ++i) {
-    const Packet& p = packets[i];
+  for (uint16_t i = 0; i < chunk.n; ++i) {
+    const Packet& p = chunk.packets[i];
     int32_t port = -1;
-    if (p.dst_index != kNoKeyIndex && positions[p.dst_index] >= 0)
-      port = table_->port(positions[p.dst_index], p.dst_key);
+    if (p.dst_index != kNoKeyIndex && chunk.positions[p.dst_index] >= 0)
+      port = table_->port(chunk.positions[p.dst_index], p.dst_key);
     if (port < 0) {  // broadcast, multicast, unknown unicast
       if (flood(p, in_port, out, in_counters)) {
         ++flooded;
       } else {
-        ++no_route;
-        dropped[n_dropped++] = p.m;
+        ++chunk.no_route;
+        chunk.drop(p.m);
       }
     } else if (port == in_port) {
-      ++no_route;
-      dropped[n_dropped++] = p.m;
+      ++chunk.no_route;
+      chunk.drop(p.m);
     } else {
       unicast(p, static_cast<uint16_t>(port), out, in_counters);
     }
   }
+  bump(slots_[slot].flooded, flooded);
+}
 
-  if (n_dropped > 0) rte_pktmbuf_free_bulk(dropped, n_dropped);
-  if (filtered != 0) in_counters.count_drop(SwitchDrop::kVlanFiltered, filtered);
-  if (no_route != 0) in_counters.count_drop(SwitchDrop::kNoRoute, no_route);
-  bump(counters.learned, learned);
-  bump(counters.moved, moved);
-  bump(counters.table_full, full);
-  bump(counters.flooded, flooded);
+void L2Bridge::forward_chunk(uint16_t slot, uint16_t in_port, rte_mbuf** pkts, uint16_t count,
+                             uint64_t now_tsc, TxBufferSet& out, PortQueueCounters& in_counters) {
+  Chunk chunk;
+  classify(in_port, pkts, count, chunk);
+  if (chunk.n_keys > 0) table_->lookup(chunk.keys, chunk.n_keys, chunk.positions);
+  // Learning before forwarding: a packet's source may be the next one's destination.
+  learn_sources(slot, in_port, now_tsc, chunk);
+  send(slot, in_port, chunk, out, in_counters);
+  if (chunk.n_dropped > 0) rte_pktmbuf_free_bulk(chunk.dropped, chunk.n_dropped);
+  if (chunk.filtered != 0) in_counters.count_drop(SwitchDrop::kVlanFiltered, chunk.filtered);
+  if (chunk.no_route != 0) in_counters.count_drop(SwitchDrop::kNoRoute, chunk.no_route);
 }
 
 void L2Bridge::unicast(const Packet& p, uint16_t port, TxBufferSet& out,

@@ -72,126 +72,165 @@ std::string format_core_list(const std::vector<unsigned>& lcores) {
   return out;
 }
 
-std::optional<Plan> make_plan(const Config& config, std::string* error) {
-  auto fail = [&](const std::string& key, const std::string& message) {
-    *error = config.error_at(key, message);
-    return std::nullopt;
-  };
-  Plan plan;
-  std::optional<std::vector<unsigned>> cores = parse_core_list(config.eal.cores);
-  if (!cores) return fail("eal.cores", "malformed core list \"" + config.eal.cores + "\"");
-  plan.eal_lcores = *cores;
-  auto in_cores = [&](unsigned lcore) {
-    return std::find(cores->begin(), cores->end(), lcore) != cores->end();
-  };
-  plan.main_lcore = config.eal.main_lcore.value_or(cores->front());
-  if (!in_cores(plan.main_lcore))
-    return fail("eal.main_lcore", "lcore " + std::to_string(plan.main_lcore) +
-                                      " is not in eal.cores \"" + config.eal.cores + "\"");
-  if (config.ports.empty() || config.ports.size() > kMaxPorts)
-    return fail("ports", "must have 1.." + std::to_string(kMaxPorts) + " entries, got " +
-                             std::to_string(config.ports.size()));
+namespace {
+
+// make_plan's steps, in order; each returns false with the error set.
+class Planner {
+ public:
+  Planner(const Config& config, std::string* error) : config_(config), error_(error) {}
+
+  std::optional<Plan> run() {
+    if (!plan_eal() || !plan_lcores() || !place_listed_rx() || !place_auto_rx() || !pair_xconnect())
+      return std::nullopt;
+    plan_tx();
+    return std::move(plan_);
+  }
+
+ private:
+  bool fail(const std::string& key, const std::string& message) {
+    *error_ = config_.error_at(key, message);
+    return false;
+  }
+
+  bool in_cores(unsigned lcore) const {
+    return std::find(plan_.eal_lcores.begin(), plan_.eal_lcores.end(), lcore) !=
+           plan_.eal_lcores.end();
+  }
+
+  std::string not_in_cores(unsigned lcore) const {
+    return "lcore " + std::to_string(lcore) + " is not in eal.cores \"" + config_.eal.cores + "\"";
+  }
+
+  bool plan_eal() {
+    std::optional<std::vector<unsigned>> cores = parse_core_list(config_.eal.cores);
+    if (!cores) return fail("eal.cores", "malformed core list \"" + config_.eal.cores + "\"");
+    plan_.eal_lcores = *cores;
+    plan_.main_lcore = config_.eal.main_lcore.value_or(cores->front());
+    if (!in_cores(plan_.main_lcore)) return fail("eal.main_lcore", not_in_cores(plan_.main_lcore));
+    if (config_.ports.empty() || config_.ports.size() > kMaxPorts)
+      return fail("ports", "must have 1.." + std::to_string(kMaxPorts) + " entries, got " +
+                               std::to_string(config_.ports.size()));
+    return true;
+  }
 
   // Forwarding lcores: as listed, or every EAL lcore but the main one (which then only runs the
   // control plane), or the main lcore alone if it is the only one.
-  std::vector<bool> auto_rx;
-  if (config.lcores.empty()) {
-    for (unsigned lcore : *cores)
-      if (lcore != plan.main_lcore || cores->size() == 1) {
-        PlannedLcore planned;
-        planned.lcore = lcore;
-        plan.lcores.push_back(planned);
-        auto_rx.push_back(true);
-      }
-  } else {
-    for (size_t i = 0; i < config.lcores.size(); ++i) {
-      const LcoreConfig& lc = config.lcores[i];
-      if (!in_cores(lc.lcore))
-        return fail(lcore_key(i) + ".lcore", "lcore " + std::to_string(lc.lcore) +
-                                                 " is not in eal.cores \"" + config.eal.cores +
-                                                 "\"");
+  bool plan_lcores() {
+    if (config_.lcores.empty()) {
+      for (unsigned lcore : plan_.eal_lcores)
+        if (lcore != plan_.main_lcore || plan_.eal_lcores.size() == 1)
+          add_lcore(lcore, std::nullopt, true);
+    }
+    for (size_t i = 0; i < config_.lcores.size(); ++i) {
+      const LcoreConfig& lc = config_.lcores[i];
+      if (!in_cores(lc.lcore)) return fail(lcore_key(i) + ".lcore", not_in_cores(lc.lcore));
       for (size_t j = 0; j < i; ++j)
-        if (config.lcores[j].lcore == lc.lcore)
+        if (config_.lcores[j].lcore == lc.lcore)
           return fail(lcore_key(i) + ".lcore", "lcore " + std::to_string(lc.lcore) +
                                                    " is listed twice (also " + lcore_key(j) + ")");
-      PlannedLcore planned;
-      planned.lcore = lc.lcore;
-      planned.busy_poll_us = lc.busy_poll_us;
-      plan.lcores.push_back(planned);
-      auto_rx.push_back(lc.auto_rx);
+      add_lcore(lc.lcore, lc.busy_poll_us, lc.auto_rx);
     }
-  }
-  for (size_t s = 0; s < plan.lcores.size(); ++s) {
-    plan.lcores[s].slot = static_cast<uint16_t>(s);
-    plan.lcores[s].is_main = plan.lcores[s].lcore == plan.main_lcore;
+    return true;
   }
 
-  // Each rx queue: the slot polling it, -1 while none does. Explicit placement first.
-  std::vector<std::vector<int>> owner(config.ports.size());
-  for (size_t p = 0; p < config.ports.size(); ++p) owner[p].assign(config.ports[p].queues, -1);
-  for (size_t i = 0; i < config.lcores.size(); ++i) {
-    const std::vector<RxQueueRef>& refs = config.lcores[i].rx;
-    for (size_t j = 0; j < refs.size(); ++j) {
-      const RxQueueRef& ref = refs[j];
-      std::string key = lcore_key(i) + ".rx[" + std::to_string(j) + "]";
-      int p = config.port_index(ref.port);
-      if (p < 0) return fail(key, "unknown port \"" + ref.port + "\"");
-      if (ref.queue >= config.ports[p].queues)
-        return fail(key, "queue " + std::to_string(ref.queue) + " out of range: " + ref.port +
-                             " has queues 0.." + std::to_string(config.ports[p].queues - 1));
-      int& polled_by = owner[p][ref.queue];
-      if (polled_by >= 0)
-        return fail(key, ref.port + ":" + std::to_string(ref.queue) + " is already polled by " +
-                             lcore_key(polled_by) + " (lcore " +
-                             std::to_string(plan.lcores[polled_by].lcore) + ")");
-      polled_by = static_cast<int>(i);
-      plan.lcores[i].rx.push_back({static_cast<uint16_t>(p), ref.queue, ref.weight});
-    }
+  void add_lcore(unsigned lcore, std::optional<uint32_t> busy_poll_us, bool auto_rx) {
+    PlannedLcore planned;
+    planned.lcore = lcore;
+    planned.busy_poll_us = busy_poll_us;
+    planned.slot = static_cast<uint16_t>(plan_.lcores.size());
+    planned.is_main = lcore == plan_.main_lcore;
+    plan_.lcores.push_back(planned);
+    auto_rx_.push_back(auto_rx);
   }
-  // The rest round-robin over the `rx: auto` lcores, in port then queue order.
-  std::vector<size_t> auto_slots;
-  for (size_t s = 0; s < auto_rx.size(); ++s)
-    if (auto_rx[s]) auto_slots.push_back(s);
-  size_t next = 0;
-  for (size_t p = 0; p < config.ports.size(); ++p) {
-    for (uint16_t q = 0; q < config.ports[p].queues; ++q) {
-      if (owner[p][q] >= 0) continue;
-      if (auto_slots.empty())
-        return fail("lcores", config.ports[p].name + ":" + std::to_string(q) +
-                                  " is polled by no lcore (list it in an lcore's rx, or give an "
-                                  "lcore rx: auto)");
-      size_t slot = auto_slots[next++ % auto_slots.size()];
-      owner[p][q] = static_cast<int>(slot);
-      plan.lcores[slot].rx.push_back({static_cast<uint16_t>(p), q, config.ports[p].weight});
+
+  // Each rx queue gets the slot polling it (-1 while none does). Explicit placement first.
+  bool place_listed_rx() {
+    owner_.resize(config_.ports.size());
+    for (size_t p = 0; p < config_.ports.size(); ++p) owner_[p].assign(config_.ports[p].queues, -1);
+    for (size_t i = 0; i < config_.lcores.size(); ++i) {
+      const std::vector<RxQueueRef>& refs = config_.lcores[i].rx;
+      for (size_t j = 0; j < refs.size(); ++j) {
+        const RxQueueRef& ref = refs[j];
+        const std::string key = lcore_key(i) + ".rx[" + std::to_string(j) + "]";
+        const int p = config_.port_index(ref.port);
+        if (p < 0) return fail(key, "unknown port \"" + ref.port + "\"");
+        if (ref.queue >= config_.ports[p].queues)
+          return fail(key, "queue " + std::to_string(ref.queue) + " out of range: " + ref.port +
+                               " has queues 0.." + std::to_string(config_.ports[p].queues - 1));
+        int& polled_by = owner_[p][ref.queue];
+        if (polled_by >= 0)
+          return fail(key, ref.port + ":" + std::to_string(ref.queue) + " is already polled by " +
+                               lcore_key(polled_by) + " (lcore " +
+                               std::to_string(plan_.lcores[polled_by].lcore) + ")");
+        polled_by = static_cast<int>(i);
+        plan_.lcores[i].rx.push_back({static_cast<uint16_t>(p), ref.queue, ref.weight});
+      }
     }
+    return true;
+  }
+
+  // The rest round-robin over the `rx: auto` lcores, in port then queue order.
+  bool place_auto_rx() {
+    std::vector<size_t> auto_slots;
+    for (size_t s = 0; s < auto_rx_.size(); ++s)
+      if (auto_rx_[s]) auto_slots.push_back(s);
+    size_t next = 0;
+    for (size_t p = 0; p < config_.ports.size(); ++p) {
+      for (uint16_t q = 0; q < config_.ports[p].queues; ++q) {
+        if (owner_[p][q] >= 0) continue;
+        if (auto_slots.empty())
+          return fail("lcores", config_.ports[p].name + ":" + std::to_string(q) +
+                                    " is polled by no lcore (list it in an lcore's rx, or give an "
+                                    "lcore rx: auto)");
+        const size_t slot = auto_slots[next++ % auto_slots.size()];
+        owner_[p][q] = static_cast<int>(slot);
+        plan_.lcores[slot].rx.push_back({static_cast<uint16_t>(p), q, config_.ports[p].weight});
+      }
+    }
+    return true;
+  }
+
+  bool pair_xconnect() {
+    plan_.xconnect_peer.assign(config_.ports.size(), -1);
+    if (config_.forwarding.mode != ForwardingMode::kXconnect) return true;
+    for (size_t i = 0; i < config_.forwarding.pairs.size(); ++i) {
+      const auto& [a_name, b_name] = config_.forwarding.pairs[i];
+      const std::string key = "forwarding.pairs[" + std::to_string(i) + "]";
+      const int a = config_.port_index(a_name);
+      const int b = config_.port_index(b_name);
+      if (a < 0) return fail(key + "[0]", "unknown port \"" + a_name + "\"");
+      if (b < 0) return fail(key + "[1]", "unknown port \"" + b_name + "\"");
+      if (a == b || plan_.xconnect_peer[a] >= 0 || plan_.xconnect_peer[b] >= 0)
+        return fail(key, "a port may be in one pair only, and not with itself");
+      plan_.xconnect_peer[a] = b;
+      plan_.xconnect_peer[b] = a;
+    }
+    return true;
   }
 
   // Tx: an ethdev queue per forwarding lcore, so never shared. A guest has only its queue pairs,
   // and may enable fewer of them at any time: lcores then send on the enabled ones (as OVS-DPDK
   // remaps), so with more than one lcore its queues are always flushed under their lock.
-  const size_t n_lcores = plan.lcores.size();
-  for (const PortConfig& port : config.ports) {
-    bool ethdev = port.type == PortType::kEthdev;
-    plan.tx_queues.push_back(ethdev ? static_cast<uint16_t>(n_lcores) : port.queues);
-    plan.tx_shared.push_back(!ethdev && n_lcores > 1);
-  }
-
-  plan.xconnect_peer.assign(config.ports.size(), -1);
-  if (config.forwarding.mode == ForwardingMode::kXconnect) {
-    for (size_t i = 0; i < config.forwarding.pairs.size(); ++i) {
-      const auto& [a_name, b_name] = config.forwarding.pairs[i];
-      std::string key = "forwarding.pairs[" + std::to_string(i) + "]";
-      int a = config.port_index(a_name);
-      int b = config.port_index(b_name);
-      if (a < 0) return fail(key + "[0]", "unknown port \"" + a_name + "\"");
-      if (b < 0) return fail(key + "[1]", "unknown port \"" + b_name + "\"");
-      if (a == b || plan.xconnect_peer[a] >= 0 || plan.xconnect_peer[b] >= 0)
-        return fail(key, "a port may be in one pair only, and not with itself");
-      plan.xconnect_peer[a] = b;
-      plan.xconnect_peer[b] = a;
+  void plan_tx() {
+    const size_t n_lcores = plan_.lcores.size();
+    for (const PortConfig& port : config_.ports) {
+      const bool ethdev = port.type == PortType::kEthdev;
+      plan_.tx_queues.push_back(ethdev ? static_cast<uint16_t>(n_lcores) : port.queues);
+      plan_.tx_shared.push_back(!ethdev && n_lcores > 1);
     }
   }
-  return plan;
+
+  const Config& config_;
+  std::string* error_;
+  Plan plan_;
+  std::vector<bool> auto_rx_;            // per slot: takes the queues nobody listed
+  std::vector<std::vector<int>> owner_;  // per port and queue: the polling slot, or -1
+};
+
+}  // namespace
+
+std::optional<Plan> make_plan(const Config& config, std::string* error) {
+  return Planner(config, error).run();
 }
 
 namespace {

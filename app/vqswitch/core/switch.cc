@@ -74,6 +74,12 @@ std::unique_ptr<Switch> Switch::create(const Config& config, const Plan& plan, s
 }
 
 bool Switch::build(std::string* error) {
+  if (!create_pools(error) || !create_ports(error) || !create_forwarding(error)) return false;
+  create_lcores();
+  return true;
+}
+
+bool Switch::create_pools(std::string* error) {
   const uint32_t mbufs = config_.mbufs != 0 ? config_.mbufs : mbufs_needed(config_, plan_);
   pool_ = rte_pktmbuf_pool_create("vqswitch_mbufs", mbufs, kMempoolCache, 0,
                                   RTE_MBUF_DEFAULT_BUF_SIZE, static_cast<int>(rte_socket_id()));
@@ -86,21 +92,23 @@ bool Switch::build(std::string* error) {
   // has them cut by the lcore (rte_gso), payload by reference.
   const bool trains = std::any_of(config_.ports.begin(), config_.ports.end(),
                                   [](const PortConfig& p) { return p.vhost.tso; });
-  if (trains) {
-    const uint32_t n = indirect_mbufs_needed(config_, plan_);
-    gso_pool_ = rte_pktmbuf_pool_create("vqswitch_gso", n, kMempoolCache, 0, 0,
-                                        static_cast<int>(rte_socket_id()));
-    if (gso_pool_ == nullptr) {
-      *error = "cannot create a pool of " + std::to_string(n) +
-               " segmentation mbufs: " + rte_strerror(rte_errno) + " (eal.memory_mb too small?)";
-      return false;
-    }
+  if (!trains) return true;
+  const uint32_t n = indirect_mbufs_needed(config_, plan_);
+  gso_pool_ = rte_pktmbuf_pool_create("vqswitch_gso", n, kMempoolCache, 0, 0,
+                                      static_cast<int>(rte_socket_id()));
+  if (gso_pool_ == nullptr) {
+    *error = "cannot create a pool of " + std::to_string(n) +
+             " segmentation mbufs: " + rte_strerror(rte_errno) + " (eal.memory_mb too small?)";
+    return false;
   }
-  bool sleeps = false;
-  for (const PlannedLcore& l : plan_.lcores) sleeps |= l.busy_poll_us.has_value();
+  return true;
+}
 
+// NICs first: whether guest memory can be DMA-mapped for them decides how guests register it.
+bool Switch::create_ports(std::string* error) {
   const auto lcore_count = static_cast<uint16_t>(plan_.lcores.size());
-  // NICs first: whether guest memory can be DMA-mapped for them decides how guests register it.
+  const bool sleeps = std::any_of(plan_.lcores.begin(), plan_.lcores.end(),
+                                  [](const PlannedLcore& l) { return l.busy_poll_us.has_value(); });
   ports_.resize(config_.ports.size());
   for (const bool guests : {false, true}) {
     if (guests) plan_lent_buffers();
@@ -124,20 +132,47 @@ bool Switch::build(std::string* error) {
       }
     }
   }
+  return true;
+}
 
+bool Switch::create_forwarding(std::string* error) {
   forwarding_.mode = config_.forwarding.mode;
   forwarding_.xconnect_peer = plan_.xconnect_peer;
-  if (forwarding_.mode == ForwardingMode::kBridge) {
-    std::vector<VlanConfig> vlans;
-    for (const PortConfig& pc : config_.ports) vlans.push_back(pc.vlan);
-    bridge_ = L2Bridge::create(vlans, config_.forwarding.mac_table_size,
-                               config_.forwarding.mac_aging_s, lcore_count, error);
-    if (bridge_ == nullptr) return false;
-    forwarding_.bridge = bridge_.get();
-  } else {
+  if (forwarding_.mode != ForwardingMode::kBridge) {
     forwarding_.xconnect_peer.resize(ports_.size(), -1);
+    return true;
   }
+  std::vector<VlanConfig> vlans;
+  for (const PortConfig& pc : config_.ports) vlans.push_back(pc.vlan);
+  bridge_ =
+      L2Bridge::create(vlans, config_.forwarding.mac_table_size, config_.forwarding.mac_aging_s,
+                       static_cast<uint16_t>(plan_.lcores.size()), error);
+  if (bridge_ == nullptr) return false;
+  forwarding_.bridge = bridge_.get();
+  return true;
+}
 
+std::vector<TxBufferSet::Output> Switch::tx_outputs(uint16_t slot) const {
+  const auto lcore_count = static_cast<uint16_t>(plan_.lcores.size());
+  std::vector<TxBufferSet::Output> outputs;
+  for (const auto& port : ports_) {
+    TxBufferSet::Output out;
+    out.port = port.get();
+    // The device may have fewer tx queues than asked for: then lcores share them. A guest's are
+    // locked as the plan says (it may enable fewer queue pairs).
+    const uint16_t txqs = port->tx_queue_count();
+    out.queue = static_cast<uint16_t>(slot % txqs);
+    out.shared = port->is_guest() ? plan_.tx_shared[port->index()] : lcore_count > txqs;
+    const PortConfig& pc = config_.ports[port->index()];
+    out.retries_max = pc.tx_retries_max;
+    out.housekeeping = pc.type == PortType::kVhost && (pc.vhost.notify.coalesce_packets != 0 ||
+                                                       pc.vhost.notify.coalesce_usecs != 0);
+    outputs.push_back(out);
+  }
+  return outputs;
+}
+
+void Switch::create_lcores() {
   for (const PlannedLcore& pl : plan_.lcores) {
     std::vector<RxSlot> rx;
     for (const PlannedRxQueue& q : pl.rx) {
@@ -147,27 +182,11 @@ bool Switch::build(std::string* error) {
       slot.weight = q.weight;
       rx.push_back(slot);
     }
-    std::vector<TxBufferSet::Output> outputs;
-    for (const auto& port : ports_) {
-      TxBufferSet::Output out;
-      out.port = port.get();
-      // The device may have fewer tx queues than asked for: then lcores share them. A guest's are
-      // locked as the plan says (it may enable fewer queue pairs).
-      const uint16_t txqs = port->tx_queue_count();
-      out.queue = static_cast<uint16_t>(pl.slot % txqs);
-      out.shared = port->is_guest() ? plan_.tx_shared[port->index()] : lcore_count > txqs;
-      const PortConfig& pc = config_.ports[port->index()];
-      out.retries_max = pc.tx_retries_max;
-      out.housekeeping = pc.type == PortType::kVhost && (pc.vhost.notify.coalesce_packets != 0 ||
-                                                         pc.vhost.notify.coalesce_usecs != 0);
-      outputs.push_back(out);
-    }
     lcores_.push_back(std::make_unique<LcoreLoop>(
         pl.lcore, pl.slot, std::move(rx),
-        TxBufferSet(std::move(outputs), config_.burst, {pool_, gso_pool_}), &forwarding_,
+        TxBufferSet(tx_outputs(pl.slot), config_.burst, {pool_, gso_pool_}), &forwarding_,
         pl.busy_poll_us, config_.burst, &release_epoch_));
   }
-  return true;
 }
 
 void Switch::plan_lent_buffers() {

@@ -62,7 +62,14 @@ class Switch {
 
  private:
   Switch(const Config& config, const Plan& plan) : config_(config), plan_(plan) {}
+  // build()'s steps, in order.
   bool build(std::string* error);
+  bool create_pools(std::string* error);
+  bool create_ports(std::string* error);
+  bool create_forwarding(std::string* error);
+  void create_lcores();
+  // The tx buffers of the lcore in `slot`: one output per port.
+  std::vector<TxBufferSet::Output> tx_outputs(uint16_t slot) const;
   // With zero-copy guests: how each NIC takes lent buffers (EthdevPort::set_lent, a warning for
   // those that get copies), and the registrar mapping guest memory for the NICs that can DMA
   // from it (IOVA as VA). After the NICs exist, before the guests.

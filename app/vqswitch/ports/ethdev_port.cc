@@ -76,11 +76,28 @@ std::unique_ptr<EthdevPort> EthdevPort::create(const PortConfig& config, uint16_
 bool EthdevPort::start(uint16_t tx_queues, uint16_t burst, bool rx_interrupts, rte_mempool* pool,
                        std::string* error) {
   rte_eth_dev_info info;
-  int rc = rte_eth_dev_info_get(port_id_, &info);
+  const int rc = rte_eth_dev_info_get(port_id_, &info);
   if (rc != 0) {
     *error = dpdk_error("rte_eth_dev_info_get", rc);
     return false;
   }
+  if (!check_queue_counts(info, error)) return false;
+  tx_queues_ = std::min<uint16_t>(tx_queues, info.max_tx_queues);
+  device_ = info.device;
+  pool_ = pool;
+  rte_eth_conf conf = make_device_conf(info, rx_interrupts);
+  if (!configure(info, &conf, error) || !setup_queues(info, conf, burst, pool, error)) return false;
+  if (const int start_rc = rte_eth_dev_start(port_id_); start_rc != 0) {
+    *error = dpdk_error("rte_eth_dev_start", start_rc);
+    return false;
+  }
+  started_ = true;
+  // A bridge port sees frames for every MAC behind it; devices that cannot are fine in xconnect.
+  (void)rte_eth_promiscuous_enable(port_id_);
+  return true;
+}
+
+bool EthdevPort::check_queue_counts(const rte_eth_dev_info& info, std::string* error) const {
   if (config_.queues > info.max_rx_queues) {
     *error = "has " + std::to_string(info.max_rx_queues) + " rx queues, " +
              std::to_string(config_.queues) + " configured";
@@ -90,15 +107,15 @@ bool EthdevPort::start(uint16_t tx_queues, uint16_t burst, bool rx_interrupts, r
     *error = "has no tx queues";
     return false;
   }
-  tx_queues_ = std::min<uint16_t>(tx_queues, info.max_tx_queues);
+  return true;
+}
 
+rte_eth_conf EthdevPort::make_device_conf(const rte_eth_dev_info& info, bool rx_interrupts) {
   rte_eth_conf conf{};
   // What guests leave to the output (checksums, TSO) and chained mbufs (frames over one mbuf),
   // where the device has them; tx_prepare() covers the rest in software or drops it, counted.
   // A vdev (tap, af_packet, ring, null ...) reads mbufs with the CPU; anything else may DMA.
-  device_ = info.device;
   dma_ = std::strcmp(rte_bus_name(rte_dev_bus(info.device)), "vdev") != 0;
-  pool_ = pool;
   tx_offloads_ =
       info.tx_offload_capa &
       (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_TCP_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM |
@@ -119,16 +136,21 @@ bool EthdevPort::start(uint16_t tx_queues, uint16_t burst, bool rx_interrupts, r
         info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP);
   }
   conf.intr_conf.rxq = rx_interrupts ? 1 : 0;
-  rc = rte_eth_dev_configure(port_id_, config_.queues, tx_queues_, &conf);
+  return conf;
+}
+
+// rte_eth_dev_configure, stepping back from what some devices refuse; then the MTU.
+bool EthdevPort::configure(const rte_eth_dev_info& info, rte_eth_conf* conf, std::string* error) {
+  int rc = rte_eth_dev_configure(port_id_, config_.queues, tx_queues_, conf);
   if (rc != 0 && tx_queues_ != config_.queues) {
     // Some devices (net_tap) want as many tx queues as rx queues: the lcores then share them.
     tx_queues_ = std::min<uint16_t>(config_.queues, info.max_tx_queues);
-    rc = rte_eth_dev_configure(port_id_, config_.queues, tx_queues_, &conf);
+    rc = rte_eth_dev_configure(port_id_, config_.queues, tx_queues_, conf);
   }
-  if (rc != 0 && rx_interrupts) {
+  if (rc != 0 && conf->intr_conf.rxq != 0) {
     // No rx interrupts on this device: its lcore polls it even when sleeping is allowed.
-    conf.intr_conf.rxq = 0;
-    rc = rte_eth_dev_configure(port_id_, config_.queues, tx_queues_, &conf);
+    conf->intr_conf.rxq = 0;
+    rc = rte_eth_dev_configure(port_id_, config_.queues, tx_queues_, conf);
   }
   if (rc != 0) {
     *error = dpdk_error("rte_eth_dev_configure", rc) + " (" + std::to_string(config_.queues) +
@@ -136,14 +158,20 @@ bool EthdevPort::start(uint16_t tx_queues, uint16_t burst, bool rx_interrupts, r
     return false;
   }
   init_queues(config_.queues, tx_queues_);
-  rx_interrupts_ = conf.intr_conf.rxq != 0;
+  rx_interrupts_ = conf->intr_conf.rxq != 0;
   if (config_.mtu != 0 && (rc = rte_eth_dev_set_mtu(port_id_, config_.mtu)) != 0) {
     *error = dpdk_error("rte_eth_dev_set_mtu", rc);
     return false;
   }
+  return true;
+}
+
+bool EthdevPort::setup_queues(const rte_eth_dev_info& info, const rte_eth_conf& conf,
+                              uint16_t burst, rte_mempool* pool, std::string* error) {
   uint16_t rx_desc = config_.rx_descriptors;
   uint16_t tx_desc = config_.tx_descriptors;
-  if ((rc = rte_eth_dev_adjust_nb_rx_tx_desc(port_id_, &rx_desc, &tx_desc)) != 0) {
+  int rc = rte_eth_dev_adjust_nb_rx_tx_desc(port_id_, &rx_desc, &tx_desc);
+  if (rc != 0) {
     *error = dpdk_error("rte_eth_dev_adjust_nb_rx_tx_desc", rc);
     return false;
   }
@@ -159,8 +187,7 @@ bool EthdevPort::start(uint16_t tx_queues, uint16_t burst, bool rx_interrupts, r
                                static_cast<uint16_t>(std::min<uint16_t>(burst, rx_desc) / 2));
   rxconf.offloads = conf.rxmode.offloads;
   for (uint16_t q = 0; q < config_.queues; ++q) {
-    rc = rte_eth_rx_queue_setup(port_id_, q, rx_desc, socket, &rxconf, pool);
-    if (rc != 0) {
+    if ((rc = rte_eth_rx_queue_setup(port_id_, q, rx_desc, socket, &rxconf, pool)) != 0) {
       *error = dpdk_error("rte_eth_rx_queue_setup", rc);
       return false;
     }
@@ -168,19 +195,11 @@ bool EthdevPort::start(uint16_t tx_queues, uint16_t burst, bool rx_interrupts, r
   rte_eth_txconf txconf = info.default_txconf;
   txconf.offloads = conf.txmode.offloads;
   for (uint16_t q = 0; q < tx_queues_; ++q) {
-    rc = rte_eth_tx_queue_setup(port_id_, q, tx_desc, socket, &txconf);
-    if (rc != 0) {
+    if ((rc = rte_eth_tx_queue_setup(port_id_, q, tx_desc, socket, &txconf)) != 0) {
       *error = dpdk_error("rte_eth_tx_queue_setup", rc);
       return false;
     }
   }
-  if ((rc = rte_eth_dev_start(port_id_)) != 0) {
-    *error = dpdk_error("rte_eth_dev_start", rc);
-    return false;
-  }
-  started_ = true;
-  // A bridge port sees frames for every MAC behind it; devices that cannot are fine in xconnect.
-  (void)rte_eth_promiscuous_enable(port_id_);
   return true;
 }
 

@@ -74,8 +74,14 @@ class EthdevPort final : public Port {
  private:
   EthdevPort(const PortConfig& config, uint16_t index)
       : Port(config.name, index), config_(config) {}
+  // start()'s steps, in order.
   bool start(uint16_t tx_queues, uint16_t burst, bool rx_interrupts, rte_mempool* pool,
              std::string* error);
+  bool check_queue_counts(const rte_eth_dev_info& info, std::string* error) const;
+  rte_eth_conf make_device_conf(const rte_eth_dev_info& info, bool rx_interrupts);
+  bool configure(const rte_eth_dev_info& info, rte_eth_conf* conf, std::string* error);
+  bool setup_queues(const rte_eth_dev_info& info, const rte_eth_conf& conf, uint16_t burst,
+                    rte_mempool* pool, std::string* error);
 
   const PortConfig config_;
   uint16_t port_id_ = RTE_MAX_ETHPORTS;

@@ -1,16 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The datapath on a hostile guest: both rings, the descriptors, the avail entries, the headers
-// and the packet bytes are the fuzzer's, as are the ring size (2..1024), the features, zero-copy
-// and its minimum length, and the order of operations (dequeue bursts, completions of lent
-// buffers in any order, the forwarding step, software checksums, enqueue bursts, the guest
-// rewriting its memory between bursts).
-//
-// Invariants, beyond "no crash" (guest memory is mmap'd between PROT_NONE guard pages and the used
-// rings end flush against them):
-// - a dequeue burst writes at most the ring size of used entries;
-// - nothing but enqueue writes guest buffers, descriptor tables or avail rings: not dequeue, not
-//   a lent buffer's consumers (checksums are completed in our copy of the head);
-// - once every mbuf is freed and the lent chains reaped, the mbuf pool is full again.
+// libFuzzer harness: the datapath under a hostile guest owning both rings, buffers, ring size,
+// features, zero-copy and the order of bursts, completions and memory rewrites. Checks beyond no
+// crash: a dequeue burst writes at most a ring of used entries; only enqueue writes buffers,
+// descriptors or avail rings; the pool ends full. See docs/security.md, "Fuzzing".
 #include <fuzzer/FuzzedDataProvider.h>
 #include <rte_eal.h>
 #include <rte_mbuf.h>

@@ -1,24 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The offload path end to end, as the switch runs it. A guest sends one packet with its virtio-net
-// header (checksum and GSO requests; packet, header and chain shape are the fuzzer's, the packet
-// mostly built as Ethernet/VLAN/IPv4/IPv6/TCP/UDP with consistent or raw fields). It is dequeued
-// (copied or lent), turned into tx requests (rx_offload_to_tx_request), buffered toward an output
-// that takes TCP segment trains or not (TxBufferSet: rte_gso), and delivered either to a NIC
-// without checksum offload (complete_tx_checksum, as EthdevPort::tx_prepare falls back to) or to
-// a second guest whose features are the fuzzer's (enqueue_burst).
-//
-// Invariants, beyond "no crash":
-// - the sending guest's buffers are never written (they are read-only while the path runs);
-// - a GSO request the dequeue accepted never makes rte_gso fail for room, and a train passed on
-//   whole asks a NIC's TSO for at most kMaxGuestGsoSegments segments of >= kMinGuestGsoSize;
-// - each segment carries at most the headers plus gso_size bytes, and the segments' payloads,
-//   in order, are the packet's;
-// - a checksum the path completed is right over the bytes the receiver gets (the NIC's frame;
-//   the guest's buffer, after completing a NEEDS_CSUM as the guest does), wherever the IP
-//   header's length agrees with the frame;
-// - the receiving guest gets the segment's bytes except the checksum fields, a header whose
-//   checksum lies inside the packet, and GSO only as negotiated;
-// - every packet is delivered or counted under a reason; every mbuf pool is full at the end.
+// libFuzzer harness: one guest packet with fuzzed headers and chain through the switch's offload
+// path (dequeue, rx_offload_to_tx_request, TxBufferSet/rte_gso) to a NIC or a second guest.
+// Checks: sender's buffers unwritten, GSO within limits, segments and checksums right, every
+// packet delivered or counted, pools full. See docs/security.md, "Fuzzing".
 #include <fuzzer/FuzzedDataProvider.h>
 #include <rte_eal.h>
 #include <rte_ether.h>

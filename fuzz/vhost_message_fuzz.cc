@@ -1,17 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The vhost-user control plane as a hostile frontend drives it: a sequence of messages over the
-// unix socket to a VhostDevice (zero-copy on, two queue pairs) served by librte_vhost with our
-// message hooks and device callbacks. The fuzzer picks the messages and their order: features,
-// memory tables (memfds of its sizes, regions that fit them or not), ring sizes, addresses,
-// bases, kick and call fds, enables, protocol features, and raw messages of any request and
-// payload. librte_vhost is not built for coverage; our hooks, callbacks, memory loading and
-// vring start/stop are.
-//
-// Invariants, after the frontend hangs up and the device lets it go:
-// - no crash, no hang (every connection ends within 2 s);
-// - the link is down and every vring's datapath gate closed;
-// - every fd the frontend sent is closed again and every guest memory mapping is gone: the
-//   process has as many open fds and memfd mappings as before the input.
+// libFuzzer harness: a hostile frontend's vhost-user messages to a zero-copy VhostDevice served by
+// librte_vhost with our hooks (coverage guides it through our code only, not librte_vhost).
+// Checks: no crash or hang (each connection ends within 2 s), then link down, every gate closed,
+// no fd or memfd mapping left. See docs/security.md, "Fuzzing".
 #include <dirent.h>
 #include <fuzzer/FuzzedDataProvider.h>
 #include <rte_eal.h>

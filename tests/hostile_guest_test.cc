@@ -311,10 +311,8 @@ TEST_CASE("a ring full of invalid chains costs one burst a bounded amount of wor
 }
 
 // Issue 16, hole 2: valid chains of 1023 empty descriptors and one header-sized one, every avail
-// entry naming the same chain. Mergeable RX gathers ~126 of them for a 1500-byte packet: 10^5
-// descriptor reads a packet, again for every packet while the chains stay posted. A burst has a
-// descriptor budget (kRxDescriptorsPerPacket a packet, plus one longest chain); spent, the rest of
-// the burst waits as if the ring had run dry, and the cut is counted.
+// entry naming the same chain. The burst's descriptor budget must cut mergeable RX's gathering
+// and count the cut. See docs/architecture.md, "Enqueue (guest RX)".
 TEST_CASE("mergeable RX: chains of empty descriptors cost a burst a bounded number of reads") {
   Device dev(kFeatures | bit(kNetFMrgRxbuf), 1024, 0, {4 << 20, 4 << 20, 2 << 20});
   SimGuest& g = dev.rx;

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// A simulated virtio-net guest driver for tests: guest memory in several regions, split rings laid
-// out in it, TX chains and RX buffers posted the way real drivers post them (or the way hostile
-// ones do), used entries read back. Lives in ordinary heap memory, so the sanitizer build catches
-// any access the device makes outside the regions.
+// A simulated virtio-net guest driver for tests: guest memory in several regions, split rings in
+// it, TX chains and RX buffers posted as real (or hostile) drivers do, used entries read back. In
+// heap memory, so the sanitizer build catches device accesses outside the regions.
 #pragma once
 
 #include "ring/virtio_net_hdr.h"

@@ -188,10 +188,9 @@ TEST_CASE("zero-copy: an offload request whose headers reach past the copied hea
   }
 }
 
-// Issue 16, hole 1: the chains lent come back with the next burst, and a guest may post a full
-// ring besides (reusing descriptors it has not got back: a hostile guest). One burst then stages
-// more used entries than the ring holds; they must wrap within the ring, never be written past
-// its end (the bytes after it are the guest's, or not guest memory at all).
+// Issue 16, hole 1: lent chains coming back plus a full ring posted anew (a hostile guest reusing
+// descriptors) make one burst stage more used entries than the ring holds: they must wrap, never
+// be written past the ring's end.
 TEST_CASE("zero-copy: completions plus a full ring in one burst stay inside the used ring") {
   for (uint16_t ring : {uint16_t{4}, uint16_t{8}, uint16_t{16}, uint16_t{32}}) {
     for (uint16_t start :

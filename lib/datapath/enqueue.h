@@ -10,11 +10,10 @@
 
 namespace vqs {
 
-// Copies `pkts` into the guest's posted receive buffers, in order, with mergeable buffers when
-// negotiated. Returns in `packets` how many mbufs were consumed from the front of `pkts` —
-// delivered, or dropped and counted (too large, or needing an offload the guest lacks) — and in
-// `bytes` the bytes delivered. The caller frees the consumed mbufs; the rest found no guest
-// buffer and are still the caller's. A packet that does not fit never consumes guest buffers.
+// Copies `pkts` into the guest's posted receive buffers, in order. Returns in `packets` the mbufs
+// consumed from the front of `pkts` (delivered, or dropped and counted), which the caller frees,
+// and in `bytes` those delivered; the rest found no guest buffer and stay the caller's.
+// See docs/architecture.md, "Enqueue (guest RX)".
 BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count);
 
 }  // namespace vqs

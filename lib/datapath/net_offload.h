@@ -1,19 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Offload metadata between the virtio-net header and rte_mbuf.
-//
-// Guest TX (dequeue): the header becomes receive-side metadata, as DPDK's own virtio PMD and
-// librte_vhost's compliant mode present it to applications: NEEDS_CSUM ->
-// RTE_MBUF_F_RX_L4_CKSUM_NONE (checksum not yet computed), GSO -> RTE_MBUF_F_RX_LRO with tso_segsz;
-// packet_type, l2/l3/l4_len are filled so that an application forwarding the packet only has to set
-// the tx flags.
-//
-// Guest RX (enqueue): the mbuf's tx offload requests become the header. What the guest did not
-// negotiate is done in software (checksums) or refused (segmentation). Checksums are written into
-// the guest's copy, never into the mbuf, which may be shared.
-//
-// TCP segmentation only, both ways: UDP segmentation (RTE_MBUF_F_TX_UDP_SEG) would need the
-// guest's USO features, which we do not offer, and virtio's UFO is IP fragmentation of one
-// datagram, a different thing.
+// Offload metadata between the virtio-net header and rte_mbuf. Guest TX: the header becomes
+// receive metadata, as DPDK's virtio PMD presents it. Guest RX: tx requests become the header,
+// done in software or refused when not negotiated; checksums go to the guest's copy, never the
+// mbuf. TCP segmentation only. See docs/architecture.md, "Offloads".
 #pragma once
 
 #include <rte_mbuf.h>
@@ -33,10 +22,8 @@ constexpr uint16_t kMinGuestGsoSize = 88;
 constexpr uint32_t kMaxGuestGsoSegments = 256;
 
 // Guest TX: maps `hdr` onto the freshly copied packet `m` (may complete a checksum in `m`).
-// False for a GSO request that is not passed on (the caller drops the packet as
-// kBadOffloadRequest): a type we did not offer or that does not match the packet's IP version
-// and TCP, no NEEDS_CSUM at the TCP header, a TCP header under 20 bytes or outside the first
-// segment, gso_size under kMinGuestGsoSize, or more than kMaxGuestGsoSegments segments.
+// False for a GSO request that is not passed on (its type, layout or size is not allowed; see
+// docs/architecture.md, "Offloads"): the caller drops the packet as kBadOffloadRequest.
 [[nodiscard]] bool apply_guest_tx_offload(const VirtioNetHdr& hdr, rte_mbuf* m);
 
 // A forwarder's step between the two: turns a guest TX packet's pending work (checksum not yet

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Guest TX zero-copy: a packet whose first bytes are copied into the mbuf (the headers the rest of
-// the system parses and may rewrite then live in our memory, and the guest cannot change them
-// after they were checked) and whose payload is the guest's own buffers, attached as external
-// buffers under a slot lent by the queue's ZeroCopyTracker.
+// Guest TX zero-copy: the packet's first bytes are copied into the mbuf (headers we parse and may
+// rewrite live in our memory, fixed once checked); its payload is the guest's own buffers,
+// attached as external buffers under a slot of the queue's ZeroCopyTracker.
 #pragma once
 
 #include <rte_mbuf.h>
@@ -40,12 +39,10 @@ enum class LendResult {
   kPoolEmpty,      // no mbufs for the pieces: the packet stays in the ring
 };
 
-// Builds `head` (a fresh mbuf) as the packet in `chain` after its `hdr_size`-byte virtio-net
-// header, `pkt_len` bytes, lending the chain at descriptor `desc_head`; the payload segments come
-// from `stash`. `dma_ready`: the chain's memory is registered for DMA at IOVA = address
-// (GuestMapping::dma_ready), so the segments carry their address as buf_iova; else RTE_BAD_IOVA,
-// and outputs that DMA copy them. On any result but kLent, `head` is unchanged and nothing is
-// lent.
+// Builds `head` (a fresh mbuf) as the `pkt_len`-byte packet after the `hdr_size`-byte header in
+// `chain`, lending the chain at `desc_head`; payload segments come from `stash`. With `dma_ready`
+// (GuestMapping::dma_ready) segments carry their address as buf_iova, else RTE_BAD_IOVA. Unless
+// kLent, `head` is unchanged and nothing is lent.
 LendResult lend_packet(const IoVecList& chain, uint32_t hdr_size, uint32_t pkt_len,
                        uint16_t desc_head, rte_mbuf* head, MbufStash& stash,
                        ZeroCopyTracker& tracker, bool dma_ready);

@@ -1,22 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Guest TX buffers lent to the rest of the system (dequeue zero-copy). Per virtqueue at most
-// `limit()` chains are lent at a time, each to the mbufs attached to it as external buffers, with
-// one shared-info slot per chain. Whoever frees the chain's last mbuf (any lcore or thread) marks
-// the slot done with one atomic OR; the owning lcore reaps done slots into the used ring in its
-// next burst. Used entries of a split ring may come in any order (a device with zero-copy does
-// not offer IN_ORDER), so completion order does not matter.
-//
-// Slot reuse: a slot is handed out again only after its completion has been reaped, so a late
-// completion can never be taken for a newer chain's. When the ring stops with chains still lent,
-// those slots are orphaned: their completion, whenever it comes, frees the slot without touching
-// any ring (the ring of that session is gone).
-//
-// Lifetime: a completer still reads its tracker after setting its done bit (whether the owner
-// sleeps, then maybe its eventfd), so the owner can see every chain back while a completer is
-// not done with the tracker. A device therefore never frees its trackers: it takes them with
-// acquire() and gives them back for reuse (type-stable memory, the eventfd kept open), so that
-// such a late read finds a tracker, at worst another device's, which it may wake once for
-// nothing.
+// Guest TX chains lent out, at most limit() per virtqueue. Freeing a chain's last mbuf marks its
+// slot done (one atomic OR); the owner reaps it into the used ring in its next burst, and only
+// then reuses the slot. Recycled (acquire()), never freed: a completer reads its tracker after
+// its OR. See docs/architecture.md, "Dequeue zero-copy".
 #pragma once
 
 #include <rte_mbuf.h>
@@ -82,11 +68,9 @@ class ZeroCopyTracker {
   // Owner: frees completed slots without touching a ring (nothing attached, e.g. at teardown).
   void reap_orphans_only();
 
-  // Completion wake-ups, for an owner that sleeps while its chains are lent to other threads (a
-  // NIC freeing them after its tx burst, a ring consumer): an eventfd that the first completion
-  // after arm_wake(true) writes, once. Owner or control plane, before the owner first sleeps:
-  // the fd (created on first call, then kept for the tracker's life, so a completer never writes
-  // to a closed fd), or -1 when none can be created.
+  // Completion wake-ups for an owner that sleeps while others hold its chains: the first completion
+  // after arm_wake(true) writes this eventfd, once. Call before the owner first sleeps; kept open
+  // for the tracker's life (never a closed fd to a completer); -1 if it cannot be created.
   int wake_fd();
   // Owner: before sleeping (true) and after (false). Arming drains the fd, and writes it at once
   // when completions already wait, so none is slept through.

@@ -1,11 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Walks one descriptor chain of a split virtqueue into host buffers.
-//
-// The descriptor table is guest memory, changed by the guest at any time: each descriptor is copied
-// once and only the copy is checked and used. A chain is bounded by the ring size and by
-// IoVecList::kCapacity, counting every descriptor (of an indirect table too, empty ones too), so
-// loops end cheaply; indirect tables must lie in guest memory, hold whole descriptors and not nest;
-// the write-only flag must match the direction.
+// Walks one descriptor chain of a split virtqueue into host buffers. The table is guest memory the
+// guest may change at any time: each descriptor is copied once and only the copy is checked and
+// used. The bounds: docs/architecture.md, "Guest memory is hostile".
 #pragma once
 
 #include "ring/vring.h"

@@ -1,14 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Our own mapping of a guest's memory regions, for dequeue zero-copy. mbufs lent to the rest of
-// the system point into guest memory; librte_vhost unmaps its copy when the guest disconnects or
-// changes its memory table, which may come before the last lent mbuf is freed. This mapping (of
-// the same region fds, MAP_SHARED) is reference counted instead: the device holds one reference,
-// and so does every ZeroCopyTracker with chains lent into it, so the memory stays mapped until
-// the last of them lets go, and a slow consumer never reads unmapped memory.
-//
-// With a DmaRegistrar, each region is also registered for DMA (IOVA = host virtual address) for
-// the mapping's life, so lent buffers may go to a NIC that DMAs as they are; the last release,
-// on whichever thread it happens, unregisters before it unmaps.
+// Our own reference-counted mapping of a guest's memory, for dequeue zero-copy: lent mbufs may
+// outlive librte_vhost's mapping, so the device and each tracker with chains lent hold a
+// reference. With a DmaRegistrar each region is also DMA-registered; the last release unregisters,
+// then unmaps. See docs/architecture.md, "Dequeue zero-copy".
 #pragma once
 
 #include <atomic>

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The notification decision of one guest RX queue, per burst: coalescing (defer what the guest
-// wants until enough packets or time) and the refill threshold (notify a guest that runs low on
-// buffers at once, once per crossing). Pure state, no ring access and no EAL: VirtQueue feeds it
-// what a burst did and sends what it returns. See docs/architecture.md, "Notifications".
+// The notification decision of one guest RX queue, per burst: coalescing and the refill
+// threshold. Pure state, no ring access and no EAL: VirtQueue feeds it what a burst did and sends
+// what it returns. See docs/architecture.md, "Notifications".
 #pragma once
 
 #include <cstdint>

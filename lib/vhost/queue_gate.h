@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The handshake between the control plane and the one lcore that polls a virtqueue.
-//
-// The lcore enters before a burst and leaves after it; the control plane closes the gate and
-// waits until the lcore has left before it changes or unmaps anything the queue points to (guest
-// memory, ring addresses, the callfd). Dekker-style: each side stores its flag, then a full
-// barrier, then reads the other's — so either the lcore sees the gate closed, or the control plane
-// sees the lcore inside and waits. One store, one fence and one load per burst; no lock.
+// The handshake between the control plane and the one lcore that polls a virtqueue: the lcore
+// enters before a burst and leaves after it; the control plane closes the gate and waits for the
+// lcore to leave before it changes or unmaps what the queue points to. Dekker-style, no lock.
+// See docs/architecture.md, "Control plane".
 #pragma once
 
 #include <rte_pause.h>

@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// One vhost-user socket and the virtio-net device a guest connects through it: librte_vhost runs
-// the control plane; this class keeps our virtqueues in step with it and admits the datapath only
-// while a queue's state is complete. Shared by the net_vqs PMD and vqswitch.
-//
-// librte_vhost calls in on its own thread, often with its per-queue locks held; see
-// docs/architecture.md, "Control plane", for which calls and what each one does here.
+// One vhost-user socket and the virtio-net device behind it, shared by net_vqs and vqswitch:
+// librte_vhost runs the control plane, this class keeps our virtqueues in step and admits the
+// datapath only while a queue's state is complete. Its callbacks run on librte_vhost's thread,
+// often under its locks; see docs/architecture.md, "Control plane".
 #pragma once
 
 #include <atomic>
@@ -120,10 +118,9 @@ class VhostDevice {
   // wake it too (see arm_kicks). Control plane.
   void set_kick_waiter(uint16_t vring, int epoll_fd);
   // Datapath, by the lcore that polls the vring: ask the guest to kick (before sleeping) or not.
-  // Arming drains the kickfd and, if the guest posted before it could see the change, kicks
-  // ourselves so that the sleeper wakes at once. With zero-copy it also arms the first completion
-  // of a lent chain to wake the sleeper (at once if one is waiting). Remembered across guest
-  // reconnects. Returns false when no guest is attached now.
+  // Arming drains the kickfd and kicks ourselves if the guest posted meanwhile; with zero-copy a
+  // lent chain's completion wakes the sleeper too. Kept across reconnects. False when no guest is
+  // attached.
   bool arm_kicks(uint16_t vring, bool armed);
 
   // Counters of a vring, kept across guest reconnects. Read from any thread (monitoring): the

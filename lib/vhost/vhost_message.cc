@@ -32,10 +32,8 @@ static_assert(offsetof(VhostUserMsgHead, request) == 0 && offsetof(VhostUserMsgH
               sizeof(VhostUserMsgHead) == 20);
 
 // SET_MEM_TABLE as the pre-hook receives it: librte_vhost 22.11's packed vhu_msg_context, the
-// message (header, then VhostUserMemory: nregions, padding, regions of four u64) followed by the
-// fds that came with it. The fds' place follows from the size of the message's payload union,
-// which librte_vhost keeps stable for external handlers ("can't be changed carelessly"); it is
-// checked against the message before use.
+// message (header, then VhostUserMemory) followed by its fds, whose offset is checked against the
+// message before use. See docs/architecture.md, "Control plane".
 static_assert(RTE_VER_YEAR == 22 && RTE_VER_MONTH == 11,
               "re-check librte_vhost's vhu_msg_context layout (kMsgFdsOffset) for this DPDK");
 constexpr uint32_t kMaxMemRegions = 8;

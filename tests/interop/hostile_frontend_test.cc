@@ -109,10 +109,9 @@ TEST_CASE("a memory table whose region reaches past the end of its file is refus
   CHECK(wait_link(host.port(), true));
 }
 
-// librte_vhost 22.11 takes a region's fd out of the message before it maps the region, and when
-// the mapping fails (a region of 0 bytes: its overflow check) it neither closes nor keeps the fd:
-// every such table leaked one fd of this process (found by fuzz/vhost_message_fuzz). Refused in
-// our pre-hook, which closes the message's fds; the frontend is counted and disconnected.
+// librte_vhost 22.11 leaks the fd of a region it fails to map (one of 0 bytes; found by
+// fuzz/vhost_message_fuzz). Our pre-hook refuses such a table and closes its fds; the frontend is
+// counted and disconnected.
 TEST_CASE("a memory table with an empty region is refused and its fd closed") {
   HostPort host(1);
   const int fds_before = open_fd_count();
@@ -208,11 +207,9 @@ double elapsed_ms(uint64_t since) {
 
 }  // namespace
 
-// Issue 16, hole 3: every ring-changing message reloaded all guest memory (with zero-copy a new
-// mmap and DMA registration of every region) and waited up to 50 ms per TX vring for lent
-// chains, on librte_vhost's one thread: a frontend repeating SET_VRING_CALL stalled every other
-// guest's messages. A suspend no longer waits for lent chains (they come back to the restarted
-// ring), and memory is reloaded only when the table changed.
+// Issue 16, hole 3: ring-changing messages used to reload all guest memory and wait for lent
+// chains on librte_vhost's one thread, stalling every other guest. Now a suspend does not wait and
+// memory is reloaded only when the table changed. See docs/architecture.md, "Dequeue zero-copy".
 TEST_CASE("ring-changing messages while chains are lent: answered at once, memory kept") {
   HostPort host(1, "zerocopy=1");
   RawGuest guest(host.socket());
@@ -251,11 +248,10 @@ TEST_CASE("ring-changing messages while chains are lent: answered at once, memor
   CHECK(guest.tx_used() == 9);
 }
 
-// Issue 16, soak: a frontend repeating SET_VRING_CALL every millisecond and SET_MEM_TABLE (the same
-// table) every 100 ms for 60 s, its guest sending all the while, next to a virtio_user guest whose
-// traffic must not stop, and a third port whose new frontend must be answered within 100 ms
-// throughout. At the end: every chain the storming guest posted came back, the mbuf pool is full,
-// and the process has as many mappings as before.
+// Issue 16, soak: for 60 s a frontend sends SET_VRING_CALL every 1 ms and SET_MEM_TABLE every
+// 100 ms while its guest sends, beside a virtio_user guest that must keep flowing and a port
+// whose new frontends are answered within 100 ms. Then every chain is back, the mbuf pool full
+// and no mapping left.
 TEST_CASE("soak: a frontend storming ring-changing messages for 60 s beside a working guest",
           "[soak]") {
   {

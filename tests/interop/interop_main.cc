@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Catch2 runner for tests against real virtio drivers in this process: EAL on hugepages
-// (virtio_user shares its memory with the backend by file descriptor), with our PMD loaded as a
-// plugin with -d — as dpdk-testpmd loads it. EAL refuses a plugin below a world-writable directory,
-// so the plugin is first copied into a private directory under /run.
+// Catch2 runner for tests against real virtio drivers: EAL on hugepages (virtio_user shares memory
+// by fd), our PMD loaded with -d as dpdk-testpmd does. EAL refuses a plugin below a
+// world-writable directory, so it is first copied to a private directory under /run.
 #define CATCH_CONFIG_RUNNER
 #include <rte_eal.h>
 #include <sys/stat.h>

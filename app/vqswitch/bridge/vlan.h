@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// VLANs of the L2 bridge: which VLAN a frame belongs to on ingress (VLAN-unaware, access or trunk
-// port), which ports each VLAN floods to, which tag each output needs, and the tag edits on mbuf
-// data. The bridge never relies on NIC VLAN offloads: a tag an ethdev stripped into
-// mbuf->vlan_tci is taken from there and put back into the data when an output needs it.
+// VLANs of the L2 bridge: ingress VLAN per port kind, flood sets, egress tags, tag edits on mbuf
+// data. NIC VLAN offloads are never relied on: a tag an ethdev stripped into mbuf->vlan_tci is put
+// back into the data when an output needs it. See docs/architecture.md, "The switch".
 #pragma once
 
 #include <rte_byteorder.h>

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Per-lcore transmit buffers: one per output port, holding up to a burst of packets for the
-// lcore's own tx queue on that port. Flushed when full and at the end of each rx queue visit.
-// A TCP segment train (a guest's TSO) toward a port that cannot take it whole is cut into
-// segments here, with rte_gso, as it is buffered.
+// Per-lcore transmit buffers, one per output port (the lcore's own tx queue there), flushed when
+// full and after each rx queue visit. A TCP segment train toward a port that cannot take it whole
+// is cut with rte_gso as it is buffered. See docs/architecture.md, "The switch".
 #pragma once
 
 #include <rte_gso.h>

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Whether net_vqs may lend guest TX buffers (zerocopy=1) in this process, and how. The PMD does
-// not know where the application sends what it receives, so every device that may DMA (any a
-// driver took on a bus other than vdev) is a possible output, and a lent segment must carry an
-// IOVA it can use: guest memory DMA-mapped for all of them (IOVA as VA), or nothing lent.
-// Without such devices the segments carry RTE_BAD_IOVA, which no virtual device reads.
+// Whether net_vqs may lend guest TX buffers (zerocopy=1) in this process, and how. Any device on
+// a bus other than vdev may get lent segments, so they need an IOVA for all of them (DMA-mapped,
+// IOVA as VA) or nothing is lent; with no such device, RTE_BAD_IOVA.
+// See docs/architecture.md, "Dequeue zero-copy".
 #pragma once
 
 #include <string>

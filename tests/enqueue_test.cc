@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
+#include <rte_ether.h>
+
 #include <catch2/catch.hpp>
 #include <cstring>
 
@@ -80,6 +82,24 @@ TEST_CASE("chained mbufs are written whole") {
   const auto got = dev.rx.receive();
   REQUIRE(got.size() == 1);
   CHECK(got[0].data == frame);
+}
+
+TEST_CASE("a broadcast whose first mbuf segment is shorter than a MAC is counted as broadcast") {
+  Device dev(kModernFeatures | bit(kNetFMrgRxbuf));
+  dev.rx.post_rx(4, 1536);
+  std::vector<uint8_t> frame = make_frame(100, 3);
+  std::memset(frame.data(), 0xff, RTE_ETHER_ADDR_LEN);
+  rte_mbuf* head = make_mbuf({frame.begin(), frame.begin() + 2});
+  rte_mbuf* tail = make_mbuf({frame.begin() + 2, frame.end()});
+  // What lies past the head's 2 bytes is not the frame: reading it there would see no broadcast.
+  std::memset(rte_pktmbuf_mtod_offset(head, uint8_t*, 2), 0, 4);
+  REQUIRE(rte_pktmbuf_chain(head, tail) == 0);
+  REQUIRE(dev.enqueue({head}) == 1);
+  const auto got = dev.rx.receive();
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].data == frame);
+  CHECK(dev.rxq.stats().broadcast == 1);
+  CHECK(dev.rxq.stats().multicast == 0);
 }
 
 TEST_CASE("packets above the frame limit are dropped and counted") {

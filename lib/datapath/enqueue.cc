@@ -4,6 +4,7 @@
 #include "ring/virtio_net_hdr.h"
 
 #include <rte_cycles.h>
+#include <rte_ether.h>
 #include <rte_prefetch.h>
 
 #include <cstring>
@@ -271,7 +272,12 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
     for (uint32_t i = 0; i < gatherer.head_count(); ++i)
       ring.put_used(gatherer.head(i).id, gatherer.head(i).capacity);
     result.bytes += len;
-    stats.count_packet(len, rte_pktmbuf_mtod(m, const uint8_t*));
+    // A chained mbuf's first segment may hold less than the destination MAC.
+    uint8_t dst_copy[RTE_ETHER_ADDR_LEN];
+    const auto* dst = static_cast<const uint8_t*>(
+        len >= RTE_ETHER_ADDR_LEN ? rte_pktmbuf_read(m, 0, RTE_ETHER_ADDR_LEN, dst_copy)
+                                  : rte_pktmbuf_mtod(m, const uint8_t*));
+    stats.count_packet(len, dst);
   }
   ring.consume(pos);
   vq.complete_rx_burst(used_before, static_cast<uint32_t>(stats.packets - packets_before),

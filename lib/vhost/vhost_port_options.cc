@@ -5,20 +5,18 @@ namespace vqs {
 
 std::string OptionLimits::range() const { return std::to_string(min) + ".." + std::to_string(max); }
 
-std::optional<OptionConflict> find_option_conflict(
-    const VhostPortOptions& options, const std::function<bool(OptionConflict::Option)>& given) {
-  using Option = OptionConflict::Option;
-  if (given(Option::kReconnect) && !options.client)
-    return OptionConflict{Option::kReconnect, "to client mode"};
+std::optional<OptionConflict> find_option_conflict(const VhostPortOptions& options,
+                                                   const std::function<bool(const char*)>& given) {
+  using Needs = OptionConflict::Needs;
+  if (!options.client && given("reconnect"))
+    return OptionConflict{"reconnect", Needs::kClientMode, "to client mode"};
   // The frontend owns a client's socket.
-  if (options.client && given(Option::kSocketMode))
-    return OptionConflict{Option::kSocketMode, "to server mode"};
-  if (options.client && given(Option::kSocketGroup))
-    return OptionConflict{Option::kSocketGroup, "to server mode"};
-  if (!options.zero_copy && given(Option::kZeroCopyMinLen))
-    return OptionConflict{Option::kZeroCopyMinLen, "with zero-copy"};
-  if (!options.zero_copy && given(Option::kZeroCopyFallback))
-    return OptionConflict{Option::kZeroCopyFallback, "with zero-copy"};
+  for (const char* key : {"socket_mode", "socket_group"})
+    if (options.client && given(key))
+      return OptionConflict{key, Needs::kServerMode, "to server mode"};
+  for (const char* key : {"zerocopy_min_len", "zerocopy_fallback"})
+    if (!options.zero_copy && given(key))
+      return OptionConflict{key, Needs::kZeroCopy, "with zero-copy"};
   return std::nullopt;
 }
 

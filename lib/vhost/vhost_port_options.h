@@ -52,15 +52,16 @@ constexpr OptionLimits kRefillThreshold{0, NotifyPolicy::kMaxRefillThreshold,
 constexpr OptionLimits kZeroCopyMinLen{64, 65535, " (bytes)"};
 }  // namespace vhost_limits
 
-// The rules between options, by the option that breaks one, for the parser to word as its own
-// ("devarg 'reconnect'", "ports[0].reconnect"): `why` says where it applies ("to client mode").
+// A rule between options, broken: `key` (the same name in YAML and in devargs) was set where it
+// does not apply. Each parser words it its own way ("devarg 'reconnect'", "ports[0].reconnect").
 struct OptionConflict {
-  enum class Option { kReconnect, kSocketMode, kSocketGroup, kZeroCopyMinLen, kZeroCopyFallback };
-  Option option;
-  const char* why;
+  enum class Needs { kClientMode, kServerMode, kZeroCopy };
+  const char* key;
+  Needs needs;
+  const char* why;  // where it applies: "to client mode"
 };
-// `given(option)`: whether the user set it (a default breaks no rule).
-std::optional<OptionConflict> find_option_conflict(
-    const VhostPortOptions& options, const std::function<bool(OptionConflict::Option)>& given);
+// `given(key)`: whether the user set that option (a default breaks no rule).
+std::optional<OptionConflict> find_option_conflict(const VhostPortOptions& options,
+                                                   const std::function<bool(const char*)>& given);
 
 }  // namespace vqs

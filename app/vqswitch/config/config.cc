@@ -80,6 +80,9 @@ class Loader : public YamlReader {
 
  private:
   void read_eal(const Value& v);
+  void read_control(const Value& v);
+  std::string read_socket_path(const Value& v);
+  SocketAccess read_socket_access(const MapView& m, const char* mode_key, const char* group_key);
   void read_port(const Value& v);
   void read_vhost(const MapView& m, PortConfig* port);
   void read_ethdev(const MapView& m, PortConfig* port);
@@ -142,9 +145,9 @@ void Loader::load(const YAML::Node& root, bool empty) {
   Value top = visit(root, "", {1, 1});
   if (empty) fail(top, "empty configuration (expected a mapping with version: 1)");
   if (!root.IsMap()) fail(top, "expected a mapping at the top level, got " + describe(root));
-  MapView m(
-      *this, top,
-      {"version", "eal", "mbufs", "burst", "stats_interval_s", "ports", "lcores", "forwarding"});
+  MapView m(*this, top,
+            {"version", "eal", "mbufs", "burst", "stats_interval_s", "control", "ports", "lcores",
+             "forwarding"});
 
   const Value& version = m.require("version");
   if (read_integer(version) != kConfigVersion)
@@ -160,6 +163,7 @@ void Loader::load(const YAML::Node& root, bool empty) {
     config_.mbufs = static_cast<uint32_t>(mbufs);
   }
   if (const Value* v = m.find("burst")) config_.burst = read_int(*v, 1, 64);
+  if (const Value* v = m.find("control")) read_control(*v);
   if (const Value* v = m.find("stats_interval_s"))
     config_.stats_interval_s = read_int(*v, 0, 86400);
 
@@ -299,18 +303,46 @@ void Loader::read_port(const Value& v) {
   config_.ports.push_back(std::move(port));
 }
 
+std::string Loader::read_socket_path(const Value& v) {
+  std::string path = read_string(v);
+  if (path.empty() || path[0] != '/') fail(v, "must be an absolute path, got " + in_quotes(path));
+  if (path.back() == '/') fail(v, "must name a file, got " + in_quotes(path));
+  // One spelling per file ("/tmp//a", "/tmp/./a" and "/tmp/x/../a" are "/tmp/a"), so that
+  // duplicate checks see the same file however it is written.
+  path = std::filesystem::path(path).lexically_normal().string();
+  if (path.size() > 107)  // sun_path holds 108 bytes with the terminating NUL
+    fail(v,
+         "must be at most 107 characters (a unix socket path), got " + std::to_string(path.size()));
+  return path;
+}
+
+SocketAccess Loader::read_socket_access(const MapView& m, const char* mode_key,
+                                        const char* group_key) {
+  SocketAccess access;
+  if (const Value* v = m.find(mode_key)) {
+    std::string why;
+    access.mode = parse_socket_mode(read_string(*v), &why);
+    if (!access.mode) fail(*v, why + ", got " + in_quotes(read_string(*v)));
+  }
+  if (const Value* v = m.find(group_key)) {
+    std::string why;
+    access.group = parse_socket_group(read_string(*v), &why);
+    if (!access.group) fail(*v, why);
+  }
+  return access;
+}
+
+void Loader::read_control(const Value& v) {
+  expect_map(v);
+  MapView m(*this, v, {"socket", "mode", "group"});
+  ControlConfig& control = config_.control;
+  if (const Value* s = m.find("socket")) control.socket = read_socket_path(*s);
+  control.access = read_socket_access(m, "mode", "group");
+}
+
 void Loader::read_vhost(const MapView& m, PortConfig* port) {
   const Value& socket = m.require("socket");
-  port->socket = read_string(socket);
-  if (port->socket.empty() || port->socket[0] != '/')
-    fail(socket, "must be an absolute path, got " + in_quotes(port->socket));
-  if (port->socket.back() == '/') fail(socket, "must name a file, got " + in_quotes(port->socket));
-  // One spelling per file ("/tmp//a", "/tmp/./a" and "/tmp/x/../a" are "/tmp/a"), so that the
-  // duplicate check below sees the same file however it is written.
-  port->socket = std::filesystem::path(port->socket).lexically_normal().string();
-  if (port->socket.size() > 107)  // sun_path holds 108 bytes with the terminating NUL
-    fail(socket, "must be at most 107 characters (a unix socket path), got " +
-                     std::to_string(port->socket.size()));
+  port->socket = read_socket_path(socket);
   for (size_t i = 0; i < config_.ports.size(); ++i)
     if (config_.ports[i].type == PortType::kVhost && config_.ports[i].socket == port->socket)
       fail(socket, "duplicate socket " + in_quotes(port->socket) + " (also ports[" +
@@ -319,16 +351,7 @@ void Loader::read_vhost(const MapView& m, PortConfig* port) {
   VhostPortOptions& o = port->vhost;
   if (const Value* v = m.find("mode")) o.client = read_choice(*v, {"server", "client"}) == 1;
   if (const Value* v = m.find("reconnect")) o.reconnect = read_bool(*v);
-  if (const Value* v = m.find("socket_mode")) {
-    std::string why;
-    o.access.mode = parse_socket_mode(read_string(*v), &why);
-    if (!o.access.mode) fail(*v, why + ", got " + in_quotes(read_string(*v)));
-  }
-  if (const Value* v = m.find("socket_group")) {
-    std::string why;
-    o.access.group = parse_socket_group(read_string(*v), &why);
-    if (!o.access.group) fail(*v, why);
-  }
+  o.access = read_socket_access(m, "socket_mode", "socket_group");
   if (const Value* v = m.find("tso")) o.tso = read_bool(*v);
   auto read_within = [&](const Value& v, const OptionLimits& limits) {
     return read_int(v, static_cast<int64_t>(limits.min), static_cast<int64_t>(limits.max));
@@ -351,27 +374,18 @@ void Loader::read_vhost(const MapView& m, PortConfig* port) {
     o.zero_copy_min_len = static_cast<uint32_t>(read_within(*v, vhost_limits::kZeroCopyMinLen));
   if (const Value* v = m.find("zerocopy_fallback")) o.zero_copy_fallback = read_bool(*v);
 
-  using Option = OptionConflict::Option;
-  // Each rule's key in the mapping, and what makes it apply in YAML's words.
-  auto yaml = [](Option option) -> std::pair<const char*, const char*> {
-    switch (option) {
-      case Option::kReconnect:
-        return {"reconnect", "only with mode: client"};
-      case Option::kSocketMode:
-        return {"socket_mode", "only with mode: server (QEMU owns a client's socket)"};
-      case Option::kSocketGroup:
-        return {"socket_group", "only with mode: server (QEMU owns a client's socket)"};
-      case Option::kZeroCopyMinLen:
-        return {"zerocopy_min_len", "only with zerocopy: true"};
-      case Option::kZeroCopyFallback:
-        return {"zerocopy_fallback", "only with zerocopy: true"};
-    }
-    return {"?", ""};
-  };
-  if (const auto conflict =
-          find_option_conflict(o, [&](Option option) { return m.find(yaml(option).first); })) {
-    const auto [key, why] = yaml(conflict->option);
-    m.forbid(key, why);
+  const auto conflict = find_option_conflict(o, [&](const char* key) { return m.find(key); });
+  if (!conflict) return;
+  switch (conflict->needs) {
+    case OptionConflict::Needs::kClientMode:
+      m.forbid(conflict->key, "only with mode: client");
+      break;
+    case OptionConflict::Needs::kServerMode:
+      m.forbid(conflict->key, "only with mode: server (QEMU owns a client's socket)");
+      break;
+    case OptionConflict::Needs::kZeroCopy:
+      m.forbid(conflict->key, "only with zerocopy: true");
+      break;
   }
 }
 

@@ -22,7 +22,7 @@ constexpr int kConfigVersion = 1;
 constexpr unsigned kMaxLcores = 128;
 constexpr unsigned kMaxEthdevPorts = 32;
 constexpr unsigned kMaxPorts = 1024;
-constexpr unsigned kMaxQueues = 128;
+constexpr unsigned kMaxQueues = kMaxQueuePairs;  // queues of any port: a guest's limit
 // A configuration file is read to at most this size: a thousand ports take a few hundred KiB.
 constexpr size_t kMaxConfigBytes = 1 << 20;
 
@@ -113,6 +113,13 @@ struct EalConfig {
   std::vector<std::string> args;  // appended as they are
 };
 
+// The control socket vqswitchctl talks to (docs/operations.md).
+struct ControlConfig {
+  std::string socket;   // empty: kControlDir/<eal.file_prefix>.ctl
+  SocketAccess access;  // unset mode: 0600 (root only)
+};
+inline constexpr const char* kControlDir = "/run/vqswitch";
+
 struct Config {
   std::string file;  // as given on the command line, for messages
   int version = kConfigVersion;
@@ -120,12 +127,19 @@ struct Config {
   uint32_t mbufs = 0;             // 0: sized from ports, queues and descriptors
   uint16_t burst = 32;            // rx burst and tx buffer size
   uint32_t stats_interval_s = 1;  // live one-line-per-port summary; 0 = off
+  ControlConfig control;
   std::vector<PortConfig> ports;
   std::vector<LcoreConfig> lcores;  // empty: every EAL lcore but main forwards, rx: auto
   ForwardingConfig forwarding;
   // Key path ("ports[1].queues", "lcores[0].rx[2]") -> where its value starts, for every value the
   // loader read, so that later stages (plan, start-up) can blame the line that caused a problem.
   std::map<std::string, SourcePos> positions;
+
+  // The control socket's path: control.socket, or its default from eal.file_prefix.
+  std::string control_socket() const {
+    return control.socket.empty() ? std::string(kControlDir) + "/" + eal.file_prefix + ".ctl"
+                                  : control.socket;
+  }
 
   // "FILE:LINE:COLUMN: KEY: message", positioned at `key` or, if it was not read from the file, at
   // its nearest parent that was ("ports[0].socket" -> "ports[0]"); "FILE: KEY: message" if none.

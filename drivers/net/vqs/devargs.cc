@@ -110,28 +110,15 @@ std::optional<VhostDeviceOptions> parse_devargs(const char* args, std::string* e
     *error = "devarg 'iface' (the vhost-user socket path) is required";
     return std::nullopt;
   }
-  using Option = OptionConflict::Option;
-  // The devarg of each option the rules name, and what would make it apply.
-  auto devarg = [](Option o) -> std::pair<const char*, const char*> {
-    switch (o) {
-      case Option::kReconnect:
-        return {"reconnect", "add client=1"};
-      case Option::kSocketMode:
-        return {"socket_mode", "the frontend owns a client's socket"};
-      case Option::kSocketGroup:
-        return {"socket_group", "the frontend owns a client's socket"};
-      case Option::kZeroCopyMinLen:
-        return {"zerocopy_min_len", "add zerocopy=1"};
-      case Option::kZeroCopyFallback:
-        return {"zerocopy_fallback", "add zerocopy=1"};
-    }
-    return {"?", ""};
-  };
   const auto conflict =
-      find_option_conflict(options, [&](Option o) { return seen.count(devarg(o).first) > 0; });
+      find_option_conflict(options, [&](const char* key) { return seen.count(key) > 0; });
   if (conflict) {
-    const auto [name, hint] = devarg(conflict->option);
-    *error = std::string("devarg '") + name + "' applies " + conflict->why + " only (" + hint + ")";
+    const char* hint = conflict->needs == OptionConflict::Needs::kClientMode ? "add client=1"
+                       : conflict->needs == OptionConflict::Needs::kZeroCopy
+                           ? "add zerocopy=1"
+                           : "the frontend owns a client's socket";
+    *error = std::string("devarg '") + conflict->key + "' applies " + conflict->why + " only (" +
+             hint + ")";
     return std::nullopt;
   }
   return options;

@@ -7,7 +7,7 @@
 #  3. reserves hugepages and mounts hugetlbfs, removing files left by killed DPDK processes.
 set -euo pipefail
 
-readonly kPackages=(dpdk dpdk-dev libdpdk-dev libnuma-dev libyaml-cpp-dev catch2 meson ninja-build iputils-ping
+readonly kPackages=(dpdk dpdk-dev libdpdk-dev libnuma-dev libyaml-cpp-dev nlohmann-json3-dev catch2 meson ninja-build iputils-ping
                     pkg-config g++ clang-format dpkg-dev iproute2 procps ethtool
                     clang-14 libclang-rt-14-dev)  # the fuzz harnesses (libFuzzer)
 readonly kSdkHeaders=(lib/ethdev/ethdev_driver.h lib/ethdev/ethdev_vdev.h

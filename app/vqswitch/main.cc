@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // vqswitch: `vqswitch --check FILE` validates a configuration and prints the plan;
-// `vqswitch --config FILE` runs the switch until SIGINT/SIGTERM (or --duration).
+// `vqswitch --config FILE` runs the switch until SIGINT/SIGTERM (or --duration), answering
+// vqswitchctl on its control socket.
+#include <poll.h>
 #include <pthread.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +21,9 @@
 
 #include "config/config.h"
 #include "config/plan.h"
+#include "control/commands.h"
+#include "control/control_server.h"
+#include "control/load_sampler.h"
 #include "core/stats_report.h"
 #include "core/switch.h"
 #include "core/telemetry.h"
@@ -31,7 +37,7 @@ using vqs::app::Switch;
 std::atomic<bool> stop_requested{false};
 
 // SIGINT and SIGTERM are blocked in every thread (EAL's included: they inherit the mask) and taken
-// synchronously by the control loop with sigtimedwait, so no handler runs on an lcore or races
+// synchronously by the control loop through a signalfd, so no handler runs on an lcore or races
 // the switch's destruction. Once the first has been taken, they are unblocked with the default
 // action: a second one ends a shutdown that hangs.
 sigset_t stop_signals() {
@@ -110,41 +116,88 @@ std::vector<std::string> eal_args(const Config& config, const Plan& plan, const 
   return args;
 }
 
-// The control side while the lcores forward: live statistics, bridge aging, the run's end.
-void control(Switch& sw, const Options& options) {
+uint64_t now_ms() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// The control side while the lcores forward: live statistics, bridge aging, the control socket,
+// the run's end. Waits in poll() on the signals (a signalfd), the control socket and its clients.
+void control(Switch& sw, const Options& options, vqs::app::ControlServer& server,
+             vqs::app::LoadSampler& load) {
   vqs::app::StatsReport report(sw);
   const bool live = sw.config().stats_interval_s > 0 && (options.stats || isatty(STDOUT_FILENO));
-  const auto start = std::chrono::steady_clock::now();
-  auto last_stats = start;
-  auto last_aging = start;
+  const uint64_t start = now_ms();
+  uint64_t last_stats = start;
+  uint64_t last_aging = start;
   const sigset_t signals = stop_signals();
+  const int signal_fd = signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC);
+  std::vector<pollfd> fds;
   while (!stop_requested.load()) {
-    const timespec tick{0, 50 * 1000 * 1000};
-    const int signal = sigtimedwait(&signals, nullptr, &tick);
-    if (signal == SIGINT || signal == SIGTERM) {
-      std::printf("vqswitch: %s, stopping\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
+    fds.clear();
+    fds.push_back({signal_fd, POLLIN, 0});
+    server.add_poll_fds(&fds);
+    (void)poll(fds.data(), fds.size(), 50);
+    signalfd_siginfo info{};
+    if (signal_fd >= 0 && read(signal_fd, &info, sizeof(info)) == sizeof(info)) {
+      std::printf("vqswitch: %s, stopping\n", info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
       std::fflush(stdout);
       stop_requested.store(true);
       sw.wake_all();
       pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
       break;
     }
-    const auto now = std::chrono::steady_clock::now();
-    if (options.duration_s > 0 &&
-        std::chrono::duration<double>(now - start).count() >= options.duration_s) {
+    const uint64_t now = now_ms();
+    server.handle(fds, 1, now);
+    load.sample(now);
+    if (options.duration_s > 0 && static_cast<double>(now - start) / 1000.0 >= options.duration_s) {
       stop_requested.store(true);
       sw.wake_all();
       break;
     }
-    if (live && now - last_stats >= std::chrono::seconds(sw.config().stats_interval_s)) {
+    if (live && now - last_stats >= sw.config().stats_interval_s * 1000ull) {
       report.print_rates(stdout);
       last_stats = now;
     }
-    if (now - last_aging >= std::chrono::seconds(1)) {
+    if (now - last_aging >= 1000) {
       sw.housekeeping();
       last_aging = now;
     }
   }
+  if (signal_fd >= 0) close(signal_fd);
+}
+
+// Builds the switch and its control socket, forwards until stopped, prints the final counters.
+// Returns the exit status.
+int run_switch(const Config& config, const Plan& plan, const Options& options) {
+  std::string error;
+  std::unique_ptr<Switch> sw = Switch::create(config, plan, &error);
+  if (sw == nullptr) {
+    std::fprintf(stderr, "vqswitch: %s\n", error.c_str());
+    return 1;
+  }
+  vqs::app::LoadSampler load(*sw);
+  vqs::app::ControlCommands commands(*sw, load);
+  const std::unique_ptr<vqs::app::ControlServer> server = vqs::app::ControlServer::create(
+      config.control_socket(), config.control.access,
+      [&](const std::vector<std::string>& args) { return commands.run(args); }, &error);
+  if (server == nullptr) {
+    std::fprintf(stderr, "vqswitch: %s\n", error.c_str());
+    return 1;
+  }
+  vqs::app::telemetry_attach(sw.get());
+  std::printf("vqswitch: %zu ports, %zu forwarding lcores, control socket %s, running%s\n",
+              sw->ports().size(), sw->lcores().size(), server->path().c_str(),
+              options.duration_s > 0 ? "" : " until SIGINT/SIGTERM");
+  std::fflush(stdout);
+  sw->run(stop_requested, [&] { control(*sw, options, *server, load); });
+  const sigset_t signals = stop_signals();
+  pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);  // a signal now ends the clean-up
+  // After every loop has flushed and stopped: nothing is counted any more.
+  vqs::app::StatsReport(*sw).print_totals(stdout);
+  vqs::app::telemetry_attach(nullptr);
+  return 0;
 }
 
 }  // namespace
@@ -180,24 +233,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  int status = 0;
-  {
-    std::unique_ptr<Switch> sw = Switch::create(*config, *plan, &error);
-    if (sw == nullptr) {
-      std::fprintf(stderr, "vqswitch: %s\n", error.c_str());
-      status = 1;
-    } else {
-      vqs::app::telemetry_attach(sw.get());
-      std::printf("vqswitch: %zu ports, %zu forwarding lcores, running%s\n", sw->ports().size(),
-                  sw->lcores().size(), options.duration_s > 0 ? "" : " until SIGINT/SIGTERM");
-      std::fflush(stdout);
-      sw->run(stop_requested, [&] { control(*sw, options); });
-      pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);  // a signal now ends the clean-up
-      // After every loop has flushed and stopped: nothing is counted any more.
-      vqs::app::StatsReport(*sw).print_totals(stdout);
-      vqs::app::telemetry_attach(nullptr);
-    }
-  }
+  const int status = run_switch(*config, *plan, options);
   rte_eal_cleanup();
   return status;
 }

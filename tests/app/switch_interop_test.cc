@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// vqswitch against real peers, in this process: DPDK virtio_user guests on the switch's
-// vhost-user sockets (bridge and xconnect, every byte compared; a guest enabling fewer queue
-// pairs than the port has), the Linux kernel through net_tap (a kernel ping answered by a guest
-// across the bridge, also with the lcore asleep until the tap's rx interrupt) and af_packet on a
-// veth pair (a guest's TSO train cut into segments for a NIC without TSO), hundreds of guests on
-// one switch, and the telemetry commands over DPDK's telemetry socket.
+// vqswitch in this process against real peers: virtio_user guests (bridge and xconnect, bytes
+// compared), the kernel through net_tap (ping, also with the lcore asleep) and af_packet on veth
+// (TSO cut for a NIC without it), hundreds of guests, telemetry.
+// See docs/architecture.md, "Testing".
 #include <arpa/inet.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
@@ -30,6 +28,8 @@
 #include "../interop/port_pair.h"
 #include "config/config.h"
 #include "config/plan.h"
+#include "control/commands.h"
+#include "control/load_sampler.h"
 #include "core/switch.h"
 #include "core/telemetry.h"
 #include "datapath/dequeue.h"
@@ -225,6 +225,36 @@ TEST_CASE("bridge: two virtio_user guests exchange frames of 60..9018 bytes, eve
   CHECK(tb.total_drops() == 0);
   CHECK(ta.rx_packets == 1 + sizes.size() + 2);
   CHECK(tb.tx_packets == ta.rx_packets);
+
+  // What vqswitchctl would show: both MACs learned on their ports; the guests' features; the
+  // counters. A flush empties the table (no traffic now to learn again).
+  LoadSampler load(sw.get());
+  ControlCommands commands(sw.get(), load);
+  auto run = [&](std::vector<std::string> args) {
+    const ControlReply reply = commands.run(args);
+    INFO(reply.text);
+    REQUIRE(reply.ok);
+    return nlohmann::json::parse(reply.text);
+  };
+  const nlohmann::json fdb = run({"fdb-show", "--json"});
+  REQUIRE(fdb["entries"].size() == 2);
+  std::map<std::string, std::string> port_of;
+  for (const auto& e : fdb["entries"]) {
+    CHECK(e["vlan"] == 0);
+    CHECK(e["age_s"] <= 60);
+    port_of[e["mac"]] = e["port"];
+  }
+  CHECK(port_of["02:00:00:00:0a:01"] == "br0a");
+  CHECK(port_of["02:00:00:00:0b:01"] == "br0b");
+  const nlohmann::json show = run({"show", "--json"});
+  CHECK(show["ports"][0]["link"] == "up");
+  CHECK(show["ports"][0]["features"] != "0x0000000000000000");
+  const nlohmann::json stats = run({"stats", "br0a", "--json"});
+  CHECK(stats["ports"][0]["rx_packets"] == ta.rx_packets);
+  CHECK(stats["ports"][0]["drops"] == 0);
+  CHECK(run({"fdb-flush", "--json"})["flushed"] == 2);
+  CHECK(run({"fdb-show", "--json"})["entries"].empty());
+  CHECK(sw.get().bridge()->counters().entries == 0);
 }
 
 TEST_CASE("xconnect: guest to guest both ways, without mergeable buffers on one side") {

@@ -1,14 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The learning L2 bridge (forwarding mode `bridge`): MAC learning per (MAC, VLAN) in a table
-// shared by every forwarding lcore, aging, flooding of broadcast/multicast/unknown unicast within
-// the VLAN, and VLAN access/trunk handling per port.
-//
-// Use: create() once with every port's VLAN config (by port index) and the number of forwarding
-// lcores; lcore `slot` (0..lcores-1) calls forward() per received burst with a TxBufferSet that
-// has an output for every port, quiescent(slot) once per loop iteration, and offline(slot) before
-// it sleeps or stops. The control thread calls age() now and then (e.g. every second) and
-// counters(). Every thread that calls forward() or age() should have an lcore id (EAL lcores do;
-// other threads get one through rte_thread_register(), done here for them when missing).
+// The learning L2 bridge (forwarding mode `bridge`): learning per (MAC, VLAN), aging, flooding
+// within the VLAN, VLAN access/trunk ports. Lcore `slot` calls forward() per burst (a TxBufferSet
+// with an output per port), quiescent(slot) each loop and offline(slot) before sleeping; callers
+// need an lcore id (registered when missing). See docs/architecture.md, "The switch".
 #pragma once
 
 #include <rte_mbuf.h>
@@ -60,6 +54,12 @@ class L2Bridge {
   void offline(uint16_t slot) { table_->offline(slot); }
   // Control thread: removes entries not seen for aging_s.
   void age(uint64_t now_tsc);
+  // Control thread: empties the MAC table; returns the entries removed.
+  uint64_t flush() { return table_->flush(); }
+  // Control thread: `visit(key, port, seen_tsc)` for each entry (key: MacTable::key).
+  void for_each_entry(const std::function<void(uint64_t, uint16_t, uint64_t)>& visit) const {
+    table_->for_each(visit);
+  }
 
   BridgeCounters counters() const;
 

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The bridge's MAC table: (MAC, VLAN) -> output port and last-seen time, shared by every
-// forwarding lcore. Keys live in an rte_hash with lock-free readers and multi-writer add; the
-// port and time of a key sit in an array indexed by the key's position in the hash. Deleted keys'
-// positions are reused only after every reader has passed a quiescent state (rte_rcu_qsbr, through
-// the hash's defer queue), so a reader never sees a position change owners under its feet.
+// forwarding lcore. Keys in an rte_hash (lock-free readers), port and time in an array indexed by
+// key position, reused only once every reader was quiescent (rte_rcu_qsbr).
+// See docs/architecture.md, "The switch".
 #pragma once
 
 #include <rte_branch_prediction.h>
@@ -12,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -95,6 +95,10 @@ class MacTable {
   // --- Control thread ---
   // Deletes the keys not seen for more than `max_idle_tsc`; returns how many.
   uint64_t age(uint64_t now_tsc, uint64_t max_idle_tsc);
+  // Deletes every key; returns how many.
+  uint64_t flush();
+  // Calls `visit(key, port, seen_tsc)` for each key filled in.
+  void for_each(const std::function<void(uint64_t, uint16_t, uint64_t)>& visit) const;
   // Keys in the table now (deleted ones awaiting their grace period not included).
   uint64_t size() const;
 
@@ -116,6 +120,8 @@ class MacTable {
   };
 
   void go_online(uint16_t slot);
+  // Deletes the keys `doomed` picks (control thread); returns how many.
+  uint64_t remove_if(const std::function<bool(const Entry&)>& doomed);
 
   rte_hash* table_ = nullptr;
   rte_rcu_qsbr* qsbr_ = nullptr;
@@ -124,7 +130,7 @@ class MacTable {
   uint16_t reader_count_ = 0;
   int64_t refresh_tsc_ = 0;             // a second: how stale a last-seen time may get
   uint64_t full_backoff_tsc_ = 0;       // a millisecond
-  std::atomic<uint64_t> deleted_{0};    // by age()
+  std::atomic<uint64_t> deleted_{0};    // by age() and flush()
   std::atomic<uint64_t> reclaimed_{0};  // deleted and past their grace period
 };
 

@@ -105,11 +105,19 @@ uint32_t LcoreLoop::poll_once(uint64_t now_tsc) {
       release_sent(epoch);
   }
   uint32_t taken = 0;
+  // A queue's cycles are read only after a visit that took packets: an idle pass reads no clock.
+  uint64_t mark = now_tsc;
   for (RxSlot& slot : poller_.slots()) {
-    taken += poller_.visit(slot, [&](RxSlot& s, rte_mbuf** pkts, uint16_t count) {
+    const uint32_t n = poller_.visit(slot, [&](RxSlot& s, rte_mbuf** pkts, uint16_t count) {
       forward(s, pkts, count, now_tsc);
     });
     tx_.flush();
+    if (n > 0) {
+      const uint64_t after = rte_rdtsc();
+      slot.busy_cycles += after - mark;
+      mark = after;
+      taken += n;
+    }
   }
   // A guest queue copied at its in-flight limit: its lent buffers may sit in a lazy NIC tx queue;
   // freed now, lending resumes at its next visit (a report within the interval waits till due).

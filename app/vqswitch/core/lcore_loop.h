@@ -74,6 +74,7 @@ class LcoreLoop {
   void wake();  // async-signal-safe
 
   const WeightedPoller& poller() const { return poller_; }
+  const std::optional<uint32_t>& busy_poll_us() const { return busy_poll_us_; }
   const LcoreCounters& counters() const { return counters_; }
 
  private:

@@ -52,6 +52,7 @@ class Switch {
   void request_tx_release();
 
   const Config& config() const { return config_; }
+  const Plan& plan() const { return plan_; }
   const std::vector<std::unique_ptr<Port>>& ports() const { return ports_; }
   const std::vector<std::unique_ptr<LcoreLoop>>& lcores() const { return lcores_; }
   L2Bridge* bridge() const { return bridge_.get(); }

@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Weighted service of an lcore's rx queues. A visit to a queue ends when the queue is empty or
-// its packet weight or byte weight is spent, whichever comes first. Bytes taken beyond the
-// weight (the last packet of a visit may overshoot) are owed by the queue's next visit
-// (deficit round robin), so under overload each queue's share of the lcore follows its weights;
-// a queue found empty forgets its debt, as DRR does.
+// Weighted service of an lcore's rx queues: a visit ends when the queue is empty or its packet or
+// byte weight is spent. The byte overshoot is owed by the next visit (deficit round robin); a
+// queue found empty forgets its debt. See docs/architecture.md, "The switch".
 #pragma once
 
 #include <rte_mbuf.h>
@@ -23,6 +21,7 @@ struct alignas(64) RxSlot {
   Weight weight;
   int64_t byte_debt = 0;
   // Counters.
+  uint64_t busy_cycles = 0;  // of the visits that took packets (and the empty ones just before)
   uint64_t visits_ended_by_weight = 0;
   uint64_t visits_ended_empty = 0;
 };

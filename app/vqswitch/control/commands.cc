@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "control/commands.h"
+
+#include <rte_ethdev.h>
+
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+
+#include "ports/ethdev_port.h"
+#include "ports/guest_port.h"
+
+namespace vqs::app {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+double percent(uint64_t part, uint64_t whole) {
+  return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+
+// `now` minus `base` in every unsigned number both hold under the same key path.
+void subtract_numbers(Json& now, const Json& base) {
+  for (auto it = now.begin(); it != now.end(); ++it) {
+    if (!base.contains(it.key())) continue;
+    const Json& b = base[it.key()];
+    if (it->is_object() && b.is_object()) {
+      subtract_numbers(*it, b);
+    } else if (it->is_number_unsigned() && b.is_number_unsigned()) {
+      const uint64_t n = it->get<uint64_t>();
+      const uint64_t m = b.get<uint64_t>();
+      *it = n >= m ? n - m : 0;
+    }
+  }
+}
+
+std::string mac_text(uint64_t key) {
+  return format("%02x:%02x:%02x:%02x:%02x:%02x", static_cast<unsigned>(key & 0xff),
+                static_cast<unsigned>(key >> 8 & 0xff), static_cast<unsigned>(key >> 16 & 0xff),
+                static_cast<unsigned>(key >> 24 & 0xff), static_cast<unsigned>(key >> 32 & 0xff),
+                static_cast<unsigned>(key >> 40 & 0xff));
+}
+
+}  // namespace
+
+std::string ControlCommands::usage() {
+  return "commands (add --json for JSON):\n"
+         "  show                 ports (type, link, queues, socket or device, features) and "
+         "lcores\n"
+         "  lcore-show           each forwarding lcore: busy %, packets, cycles per packet, "
+         "sleeps\n"
+         "  rxq-show             each rx queue: its lcore and its share of that lcore's busy "
+         "cycles\n"
+         "  stats [PORT] [--clear]  counters of every port (or one); --clear: count from now\n"
+         "  fdb-show             the bridge's MAC table: MAC, VLAN, port, age\n"
+         "  fdb-flush            empty the bridge's MAC table\n"
+         "  help                 this list\n";
+}
+
+ControlReply ControlCommands::run(const std::vector<std::string>& args) {
+  std::vector<std::string> words;
+  bool json = false;
+  bool clear = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (i > 0 && args[i] == "--json") {
+      json = true;
+    } else if (i > 0 && args[i] == "--clear") {
+      clear = true;
+    } else {
+      words.push_back(args[i]);
+    }
+  }
+  const std::string& command = words.empty() ? std::string() : words[0];
+  const size_t operands = words.size() - 1;
+  auto fail = [](const std::string& message) { return ControlReply{false, message + "\n"}; };
+  auto reply = [&](const Json& j, std::string (*text)(const Json&)) {
+    return ControlReply{true, json ? j.dump(2) + "\n" : text(j)};
+  };
+  if (clear && command != "stats") return fail(command + ": unknown option --clear");
+  const bool takes_operand = command == "stats";
+  if (operands > (takes_operand ? 1u : 0u))
+    return fail(command + ": unexpected argument '" + words.back() + "'");
+
+  if (command == "help") return {true, usage()};
+  if (command == "show") return reply(show(), show_text);
+  if (command == "lcore-show") return reply(lcore_show(), lcore_show_text);
+  if (command == "rxq-show") return reply(rxq_show(), rxq_show_text);
+  if (command == "stats") {
+    std::string error;
+    const std::optional<Json> j = stats(operands == 1 ? words[1] : "", clear, &error);
+    if (!j) return fail(error);
+    return reply(*j, stats_text);
+  }
+  if (command == "fdb-show" || command == "fdb-flush") {
+    if (switch_.bridge() == nullptr)
+      return fail(command + ": no bridge (forwarding.mode is xconnect)");
+    if (command == "fdb-show") return reply(fdb_show(), fdb_show_text);
+    const Json j = fdb_flush();
+    return {true, json ? j.dump(2) + "\n"
+                       : format("flushed %" PRIu64 " entries\n", j["flushed"].get<uint64_t>())};
+  }
+  return fail("unknown command '" + command + "'\n" + usage());
+}
+
+Json ControlCommands::show() const {
+  Json j;
+  Json ports = Json::array();
+  for (const auto& port : switch_.ports()) {
+    const PortConfig& pc = switch_.config().ports[port->index()];
+    Json p;
+    p["name"] = port->name();
+    p["type"] = port_type_name(pc.type);
+    p["link"] = port->link_up() ? "up" : "down";
+    p["rx_queues"] = port->rx_queue_count();
+    p["tx_queues"] = port->tx_queue_count();
+    if (port->is_guest()) {
+      const VhostDevice& device = static_cast<const GuestPort&>(*port).device();
+      p["socket"] = pc.socket;
+      p["mode"] = pc.vhost.client ? "client" : "server";
+      p["features"] = format("0x%016" PRIx64, device.negotiated_features());
+    } else {
+      const auto& nic = static_cast<const EthdevPort&>(*port);
+      p["device"] = pc.device;
+      p["port_id"] = nic.port_id();
+      p["numa_node"] = rte_eth_dev_socket_id(nic.port_id());
+    }
+    ports.push_back(std::move(p));
+  }
+  j["ports"] = std::move(ports);
+  Json lcores = Json::array();
+  for (const auto& loop : switch_.lcores()) {
+    Json l;
+    l["lcore"] = loop->lcore();
+    if (loop->busy_poll_us()) {
+      l["busy_poll_us"] = *loop->busy_poll_us();
+    } else {
+      l["busy_poll_us"] = nullptr;
+    }
+    Json rx = Json::array();
+    for (const RxSlot& s : loop->poller().slots())
+      rx.push_back(s.port->name() + ":" + std::to_string(s.queue));
+    l["rx"] = std::move(rx);
+    lcores.push_back(std::move(l));
+  }
+  j["lcores"] = std::move(lcores);
+  return j;
+}
+
+Json ControlCommands::lcore_show() const {
+  Json j;
+  j["interval_s"] = load_.interval_s();
+  Json lcores = Json::array();
+  for (size_t i = 0; i < switch_.lcores().size(); ++i) {
+    const LcoreLoop& loop = *switch_.lcores()[i];
+    const LcoreCounters& c = loop.counters();
+    const LoadSampler::Load last = load_.lcore(i);
+    Json l;
+    l["lcore"] = loop.lcore();
+    l["rx_queues"] = loop.poller().slots().size();
+    l["busy_pct"] = percent(last.busy_cycles, last.busy_cycles + last.idle_cycles);
+    l["packets"] = last.packets;
+    l["cycles_per_packet"] =
+        last.packets == 0 ? 0.0 : static_cast<double>(last.busy_cycles) / last.packets;
+    l["sleeps"] = last.sleeps;
+    Json total;
+    total["busy_pct"] = percent(c.busy_cycles, c.busy_cycles + c.idle_cycles);
+    total["packets"] = c.packets;
+    total["cycles_per_packet"] =
+        c.packets == 0 ? 0.0 : static_cast<double>(c.busy_cycles) / c.packets;
+    total["sleeps"] = c.sleeps;
+    total["wakeups"] = c.wakeups;
+    l["total"] = std::move(total);
+    lcores.push_back(std::move(l));
+  }
+  j["lcores"] = std::move(lcores);
+  return j;
+}
+
+Json ControlCommands::rxq_show() const {
+  Json j;
+  j["interval_s"] = load_.interval_s();
+  Json queues = Json::array();
+  for (size_t i = 0; i < switch_.lcores().size(); ++i) {
+    const LcoreLoop& loop = *switch_.lcores()[i];
+    const LoadSampler::Load lcore = load_.lcore(i);
+    const auto& slots = loop.poller().slots();
+    for (size_t s = 0; s < slots.size(); ++s) {
+      const RxSlot& slot = slots[s];
+      const LoadSampler::Load q = load_.queue(i, s);
+      Json r;
+      r["port"] = slot.port->name();
+      r["queue"] = slot.queue;
+      r["lcore"] = loop.lcore();
+      r["usage_pct"] = percent(q.busy_cycles, lcore.busy_cycles);
+      r["packets"] = q.packets;
+      r["weight_packets"] = slot.weight.packets;
+      r["weight_bytes"] = slot.weight.bytes;
+      queues.push_back(std::move(r));
+    }
+  }
+  j["rx_queues"] = std::move(queues);
+  return j;
+}
+
+Json ControlCommands::port_stats(uint16_t index) const {
+  const Port& port = *switch_.ports()[index];
+  const PortTotals t = switch_.totals(index);
+  Json p;
+  p["name"] = port.name();
+  p["rx_packets"] = t.rx_packets;
+  p["rx_bytes"] = t.rx_bytes;
+  p["tx_packets"] = t.tx_packets;
+  p["tx_bytes"] = t.tx_bytes;
+  p["tx_retries"] = t.tx_retries;
+  p["drops"] = t.total_drops();
+  Json drops;
+  for (int r = 0; r < kSwitchDropCount; ++r)
+    drops[switch_drop_name(static_cast<SwitchDrop>(r))] = t.switch_drops[r];
+  if (port.is_guest()) {
+    for (int r = 0; r < kDropReasonCount; ++r)
+      drops[drop_reason_name(static_cast<DropReason>(r))] = t.guest.drops[r];
+  } else {
+    drops["rx_missed"] = t.rx_missed;
+    drops["rx_errors"] = t.rx_errors;
+    drops["tx_errors"] = t.tx_errors;
+  }
+  p["drops_by_reason"] = std::move(drops);
+  if (port.is_guest()) {
+    Json guest;
+    for (const QueueCounter& c : kQueueCounters) guest[c.name] = t.guest.*c.field;
+    for (int b = 0; b < kSizeBucketCount; ++b)
+      guest[size_bucket_name(static_cast<SizeBucket>(b))] = t.guest.sizes[b];
+    p["guest"] = std::move(guest);
+  } else {
+    p["rx_nombuf"] = t.rx_nombuf;
+  }
+  return p;
+}
+
+std::optional<Json> ControlCommands::stats(const std::string& name, bool clear,
+                                           std::string* error) {
+  const auto& ports = switch_.ports();
+  if (cleared_.size() != ports.size()) cleared_.assign(ports.size(), Json());
+  Json j;
+  Json list = Json::array();
+  bool found = false;
+  for (uint16_t i = 0; i < ports.size(); ++i) {
+    if (!name.empty() && ports[i]->name() != name) continue;
+    found = true;
+    Json now = port_stats(i);
+    if (clear) {
+      cleared_[i] = now;
+    } else if (!cleared_[i].is_null()) {
+      subtract_numbers(now, cleared_[i]);
+    }
+    if (!clear) list.push_back(std::move(now));
+  }
+  if (!found) {
+    *error = "stats: no port named '" + name + "'";
+    return std::nullopt;
+  }
+  if (clear) {
+    j["cleared"] = name.empty() ? "all" : name;
+  } else {
+    j["ports"] = std::move(list);
+  }
+  return j;
+}
+
+Json ControlCommands::fdb_show() const {
+  Json j;
+  Json entries = Json::array();
+  const uint64_t hz = rte_get_tsc_hz();
+  const uint64_t now = rte_rdtsc();
+  switch_.bridge()->for_each_entry([&](uint64_t key, uint16_t port, uint64_t seen_tsc) {
+    Json e;
+    e["mac"] = mac_text(key);
+    e["vlan"] = static_cast<unsigned>(key >> 48);
+    e["port"] = port < switch_.ports().size() ? switch_.ports()[port]->name() : "?";
+    e["age_s"] = now > seen_tsc ? (now - seen_tsc) / hz : 0;
+    entries.push_back(std::move(e));
+  });
+  j["entries"] = std::move(entries);
+  return j;
+}
+
+Json ControlCommands::fdb_flush() {
+  Json j;
+  j["flushed"] = switch_.bridge()->flush();
+  return j;
+}
+
+std::string show_text(const Json& j) {
+  std::string out;
+  for (const Json& p : j["ports"]) {
+    out += format("port %-16s %-6s %-4s rxq %-3u txq %-3u", p["name"].get<std::string>().c_str(),
+                  p["type"].get<std::string>().c_str(), p["link"].get<std::string>().c_str(),
+                  p["rx_queues"].get<unsigned>(), p["tx_queues"].get<unsigned>());
+    if (p.contains("socket")) {
+      out += "  " + p["socket"].get<std::string>() + " (" + p["mode"].get<std::string>() +
+             ")  features " + p["features"].get<std::string>();
+    } else {
+      out += format("  %s (port %u, numa node %d)", p["device"].get<std::string>().c_str(),
+                    p["port_id"].get<unsigned>(), p["numa_node"].get<int>());
+    }
+    out += "\n";
+  }
+  for (const Json& l : j["lcores"]) {
+    out += format("lcore %-3u ", l["lcore"].get<unsigned>());
+    out += l["busy_poll_us"].is_null()
+               ? std::string("polls always")
+               : format("sleeps after %u us idle", l["busy_poll_us"].get<unsigned>());
+    out += "  rx:";
+    for (const Json& q : l["rx"]) out += " " + q.get<std::string>();
+    out += "\n";
+  }
+  return out;
+}
+
+std::string lcore_show_text(const Json& j) {
+  std::string out = format("last %.1f s:\n", j["interval_s"].get<double>());
+  for (const Json& l : j["lcores"]) {
+    const Json& t = l["total"];
+    out += format("lcore %-3u rxq %-4u busy %5.1f %%  packets %-12" PRIu64
+                  " cycles/packet %7.1f  "
+                  "sleeps %-8" PRIu64 " | since start: busy %5.1f %%  packets %" PRIu64
+                  "  cycles/packet %.1f  sleeps %" PRIu64 "\n",
+                  l["lcore"].get<unsigned>(), l["rx_queues"].get<unsigned>(),
+                  l["busy_pct"].get<double>(), l["packets"].get<uint64_t>(),
+                  l["cycles_per_packet"].get<double>(), l["sleeps"].get<uint64_t>(),
+                  t["busy_pct"].get<double>(), t["packets"].get<uint64_t>(),
+                  t["cycles_per_packet"].get<double>(), t["sleeps"].get<uint64_t>());
+  }
+  return out;
+}
+
+std::string rxq_show_text(const Json& j) {
+  std::string out = format("last %.1f s:\n", j["interval_s"].get<double>());
+  for (const Json& q : j["rx_queues"]) {
+    out += format(
+        "lcore %-3u %-20s usage %5.1f %%  packets %-12" PRIu64 " weight %u packets / %u bytes\n",
+        q["lcore"].get<unsigned>(),
+        (q["port"].get<std::string>() + ":" + std::to_string(q["queue"].get<unsigned>())).c_str(),
+        q["usage_pct"].get<double>(), q["packets"].get<uint64_t>(),
+        q["weight_packets"].get<unsigned>(), q["weight_bytes"].get<unsigned>());
+  }
+  return out;
+}
+
+std::string stats_text(const Json& j) {
+  if (j.contains("cleared")) return "cleared: " + j["cleared"].get<std::string>() + "\n";
+  std::string out;
+  for (const Json& p : j["ports"]) {
+    out += format("port %-16s rx %" PRIu64 " packets %" PRIu64 " bytes  tx %" PRIu64
+                  " packets %" PRIu64 " bytes  tx_retries %" PRIu64 "  drops %" PRIu64,
+                  p["name"].get<std::string>().c_str(), p["rx_packets"].get<uint64_t>(),
+                  p["rx_bytes"].get<uint64_t>(), p["tx_packets"].get<uint64_t>(),
+                  p["tx_bytes"].get<uint64_t>(), p["tx_retries"].get<uint64_t>(),
+                  p["drops"].get<uint64_t>());
+    for (const auto& [reason, n] : p["drops_by_reason"].items())
+      if (n.get<uint64_t>() != 0) out += " " + reason + "=" + std::to_string(n.get<uint64_t>());
+    out += "\n";
+  }
+  return out;
+}
+
+std::string fdb_show_text(const Json& j) {
+  std::string out = format("%-17s %-4s %-16s %s\n", "MAC", "VLAN", "port", "age (s)");
+  for (const Json& e : j["entries"])
+    out += format("%-17s %-4u %-16s %" PRIu64 "\n", e["mac"].get<std::string>().c_str(),
+                  e["vlan"].get<unsigned>(), e["port"].get<std::string>().c_str(),
+                  e["age_s"].get<uint64_t>());
+  return out;
+}
+
+}  // namespace vqs::app

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# vqswitchctl against a running vqswitch (net_null ports forwarding at full rate, no hugepages):
+# every read command answers in text and in JSON that parses, with the numbers a busy lcore must
+# show; errors are one line and exit 1; the control socket is mode 0600 unless widened, refuses
+# to replace a file that is not a socket, and is gone after the switch stops.
+#   ctl_test.sh VQSWITCH VQSWITCHCTL
+set -uo pipefail
+
+vqswitch=$1
+ctl=$2
+work=$(mktemp -d)
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+checks=0
+check() {  # DESCRIPTION PYTHON-EXPRESSION-ON-j < JSON
+  checks=$((checks + 1))
+  python3 -c "import json, sys
+j = json.load(sys.stdin)
+sys.exit(0 if ($2) else 1)" || fail "$1"
+}
+
+sock=$work/ctl.sock
+cat >"$work/run.yaml" <<YAML
+version: 1
+eal: {cores: "0-1", main_lcore: 0, memory_mb: 256, huge: false, file_prefix: vqs-ctl-$$,
+      args: ["--no-pci", "--vdev", "net_null0", "--vdev", "net_null1"]}
+control: {socket: $sock}
+ports:
+  - {name: n0, type: ethdev, device: net_null0}
+  - {name: n1, type: ethdev, device: net_null1}
+forwarding: {mode: xconnect, pairs: [[n0, n1]]}
+YAML
+"$vqswitch" --config "$work/run.yaml" >"$work/run.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+[ -S "$sock" ] || { fail "no control socket at $sock: $(tail -n 5 "$work/run.out")"; exit 1; }
+grep -q "control socket $sock" "$work/run.out" || fail "start-up does not name the control socket"
+[ "$(stat -c %a "$sock")" = 600 ] || fail "control socket mode $(stat -c %a "$sock"), want 600"
+
+# A complete load interval (5 s) for lcore-show and rxq-show.
+sleep 6
+
+"$ctl" -s "$sock" show >"$work/show.txt" || fail "show: exit $?"
+grep -qE '^port n0 +ethdev' "$work/show.txt" || fail "show: $(cat "$work/show.txt")"
+grep -qE '^lcore 1 .*rx: n0:0 n1:0' "$work/show.txt" || fail "show lcores: $(cat "$work/show.txt")"
+"$ctl" -s "$sock" show --json >"$work/show.json" || fail "show --json: exit $?"
+check "show --json: ports" '[p["name"] for p in j["ports"]] == ["n0", "n1"] and
+  j["ports"][0]["type"] == "ethdev" and j["ports"][0]["device"] == "net_null0"' <"$work/show.json"
+check "show --json: lcores" 'j["lcores"][0]["lcore"] == 1 and j["lcores"][0]["rx"] == ["n0:0", "n1:0"]' \
+  <"$work/show.json"
+
+"$ctl" -s "$sock" lcore-show --json >"$work/lcore.json" || fail "lcore-show --json: exit $?"
+check "lcore-show: a forwarding lcore at full rate is busy and counts cycles per packet" \
+  'j["interval_s"] >= 4.9 and j["lcores"][0]["busy_pct"] > 50 and
+   j["lcores"][0]["packets"] > 0 and j["lcores"][0]["cycles_per_packet"] > 0 and
+   j["lcores"][0]["total"]["packets"] >= j["lcores"][0]["packets"]' <"$work/lcore.json"
+"$ctl" -s "$sock" lcore-show | grep -qE '^lcore 1 +rxq 2 +busy' || fail "lcore-show text"
+
+"$ctl" -s "$sock" rxq-show --json >"$work/rxq.json" || fail "rxq-show --json: exit $?"
+check "rxq-show: both queues on lcore 1, their shares sum to at most 100 % and are not zero" \
+  'len(j["rx_queues"]) == 2 and all(q["lcore"] == 1 and q["usage_pct"] > 10 for q in j["rx_queues"])
+   and sum(q["usage_pct"] for q in j["rx_queues"]) <= 100.0001' <"$work/rxq.json"
+"$ctl" -s "$sock" rxq-show | grep -qE '^lcore 1 +n0:0 +usage' || fail "rxq-show text"
+
+"$ctl" -s "$sock" stats --json >"$work/stats.json" || fail "stats --json: exit $?"
+check "stats: packets forwarded both ways" \
+  'all(p["rx_packets"] > 0 and p["tx_packets"] > 0 for p in j["ports"])' <"$work/stats.json"
+"$ctl" -s "$sock" stats n0 --clear >/dev/null || fail "stats n0 --clear: exit $?"
+"$ctl" -s "$sock" stats n0 --json >"$work/cleared.json" || fail "stats n0 --json: exit $?"
+python3 - "$work/stats.json" "$work/cleared.json" <<'PY' || fail "stats after --clear count from the clear"
+import json, sys
+before = json.load(open(sys.argv[1]))["ports"][0]
+after = json.load(open(sys.argv[2]))["ports"]
+sys.exit(0 if len(after) == 1 and after[0]["name"] == "n0"
+         and after[0]["rx_packets"] < before["rx_packets"] else 1)
+PY
+
+# Errors: one line naming what was wrong, exit status 1.
+err=$("$ctl" -s "$sock" stats nosuch 2>&1 >/dev/null)
+rc=$?
+[ "$rc" -eq 1 ] || fail "stats nosuch: exit $rc, want 1"
+[ "$err" = "vqswitchctl: stats: no port named 'nosuch'" ] || fail "stats nosuch: '$err'"
+"$ctl" -s "$sock" frobnicate 2>"$work/err"
+[ $? -eq 1 ] || fail "unknown command: exit status"
+grep -q "unknown command 'frobnicate'" "$work/err" || fail "unknown command: $(cat "$work/err")"
+"$ctl" -s "$sock" fdb-show 2>"$work/err"
+[ $? -eq 1 ] || fail "fdb-show in xconnect mode: exit status"
+grep -q "no bridge" "$work/err" || fail "fdb-show in xconnect mode: $(cat "$work/err")"
+"$ctl" -s "$sock" show extra 2>/dev/null && fail "show with an extra argument accepted"
+"$ctl" -s "$work/nowhere.sock" show 2>/dev/null
+[ $? -eq 2 ] || fail "no switch at the socket: exit status, want 2"
+"$ctl" -s "$sock" help | grep -q 'rxq-show' || fail "help does not list rxq-show"
+
+# A request that never ends is cut off; the switch keeps answering.
+python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.send(b"show"); time.sleep(3)' "$sock" &
+slow=$!
+sleep 0.5
+"$ctl" -s "$sock" show >/dev/null || fail "a slow client blocks the others"
+wait "$slow"
+
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+pid=
+[ "$rc" -eq 0 ] || fail "stop: exit $rc: $(tail -n 5 "$work/run.out")"
+[ ! -e "$sock" ] || fail "control socket left behind after the stop"
+
+# Bridge mode: fdb-show and fdb-flush answer (what they hold with real guests is checked in
+# switch_interop).
+sed -e 's/mode: xconnect, pairs: \[\[n0, n1\]\]/mode: bridge/' "$work/run.yaml" >"$work/bridge.yaml"
+"$vqswitch" --config "$work/bridge.yaml" >"$work/bridge.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+"$ctl" -s "$sock" fdb-show --json >"$work/fdb.json" || fail "fdb-show --json: exit $?"
+check "fdb-show --json" 'isinstance(j["entries"], list) and
+  all(set(e) == {"mac", "vlan", "port", "age_s"} for e in j["entries"])' <"$work/fdb.json"
+"$ctl" -s "$sock" fdb-flush --json >"$work/flush.json" || fail "fdb-flush --json: exit $?"
+check "fdb-flush --json" 'isinstance(j["flushed"], int) and j["flushed"] >= 0' <"$work/flush.json"
+"$ctl" -s "$sock" fdb-show | grep -q '^MAC' || fail "fdb-show text has no header"
+kill -INT "$pid"
+wait "$pid"
+pid=
+
+# A regular file at the control socket's path: vqswitch refuses to start and leaves it.
+echo "precious data" >"$sock"
+timeout 20 "$vqswitch" --config "$work/run.yaml" >"$work/clash.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || fail "regular file at the control socket: exit $rc, want 1"
+grep -q "control socket $sock: .*not a socket" "$work/clash.out" ||
+  fail "regular file at the control socket: $(tail -n 3 "$work/clash.out")"
+[ "$(cat "$sock")" = "precious data" ] || fail "regular file at the control socket was changed"
+rm -f "$sock"
+
+# control.mode widens it.
+sed -e "s|control: {socket: $sock}|control: {socket: $sock, mode: \"0660\"}|" "$work/run.yaml" \
+  >"$work/mode.yaml"
+"$vqswitch" --config "$work/mode.yaml" >"$work/mode.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+[ "$(stat -c %a "$sock" 2>/dev/null)" = 660 ] || fail "control.mode 0660: got $(stat -c %a "$sock")"
+kill -INT "$pid"
+wait "$pid"
+pid=
+
+echo "ctl_test: $checks JSON checks, $failures failures"
+[ "$failures" -eq 0 ]

@@ -450,6 +450,30 @@ TEST_CASE("socket_mode and socket_group: a server socket's mode and group") {
   CHECK_FALSE(c.ports[2].vhost.access.group);
 }
 
+TEST_CASE("control: the socket's path, mode and group; the default from the file prefix") {
+  Config c = parse_ok(
+      "version: 1\neal: {file_prefix: sw7}\n"
+      "ports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\nforwarding: {mode: bridge}\n");
+  CHECK(c.control_socket() == "/run/vqswitch/sw7.ctl");
+  CHECK_FALSE(c.control.access.mode);
+  c = parse_ok(
+      "version: 1\ncontrol: {socket: /var/run//x/../ctl.sock, mode: \"0660\", group: root}\n"
+      "ports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\nforwarding: {mode: bridge}\n");
+  CHECK(c.control_socket() == "/var/run/ctl.sock");
+  CHECK(c.control.access.mode == mode_t{0660});
+  CHECK(c.control.access.group == gid_t{0});
+  CHECK(format_plan(c, plan_ok(c)).find("control socket /var/run/ctl.sock mode 660\n") !=
+        std::string::npos);
+  const std::string tail =
+      "ports:\n  - {name: vm0, type: vhost, socket: /tmp/a.sock}\nforwarding: {mode: bridge}\n";
+  CHECK(parse_error("version: 1\ncontrol: {socket: ctl.sock}\n" + tail) ==
+        "t.yaml:2:19: control.socket: must be an absolute path, got \"ctl.sock\"");
+  CHECK(parse_error("version: 1\ncontrol: {mode: \"1777\"}\n" + tail)
+            .find("t.yaml:2:17: control.mode: ") == 0);
+  CHECK(parse_error("version: 1\ncontrol: {sokcet: /a}\n" + tail)
+            .find("t.yaml:2:11: control.sokcet: unknown key") == 0);
+}
+
 TEST_CASE("every key is read") {
   Config c = parse_ok(
       "version: 1\n"

@@ -288,6 +288,10 @@ std::string format_plan(const Config& config, const Plan& plan) {
     out << "every " << config.stats_interval_s << " s\n";
   else
     out << "off\n";
+  out << "control socket " << config.control_socket();
+  if (config.control.access.mode)
+    out << " mode " << std::oct << *config.control.access.mode << std::dec;
+  out << "\n";
   const ForwardingConfig& fw = config.forwarding;
   out << "forwarding: " << forwarding_mode_name(fw.mode);
   if (fw.mode == ForwardingMode::kBridge) {

@@ -7,6 +7,7 @@
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_version.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -56,13 +57,18 @@ struct Options {
 };
 
 void usage(std::FILE* out) {
-  std::fprintf(out,
-               "usage: vqswitch --config FILE [--stats] [--duration SECONDS]\n"
-               "       vqswitch --check FILE\n"
-               "  --config FILE       run the switch described by FILE (YAML)\n"
-               "  --check FILE        validate FILE and print the plan; start nothing\n"
-               "  --stats             print live statistics even when not on a terminal\n"
-               "  --duration SECONDS  stop after this long (default: at SIGINT/SIGTERM)\n");
+  std::fprintf(
+      out,
+      "usage: vqswitch --config FILE [--stats] [--duration SECONDS]\n"
+      "       vqswitch --check FILE\n"
+      "  --config FILE       run the switch described by FILE (YAML, docs/configuration.md)\n"
+      "  --check FILE        validate FILE and print the plan; start nothing\n"
+      "  --stats             print live statistics even when stdout is not a terminal\n"
+      "                      (default: only on a terminal, every stats_interval_s)\n"
+      "  --duration SECONDS  stop after this long (default: run until SIGINT/SIGTERM)\n"
+      "  --version           print the version and exit\n"
+      "  -h, --help          print this and exit\n"
+      "A running switch answers vqswitchctl on its control socket (docs/operations.md).\n");
 }
 
 bool parse_options(int argc, char** argv, Options* o) {
@@ -86,6 +92,9 @@ bool parse_options(int argc, char** argv, Options* o) {
         std::fprintf(stderr, "vqswitch: --duration: not a positive number: %s\n", v.c_str());
         return false;
       }
+    } else if (arg == "--version") {
+      std::printf("vqswitch %s (%s)\n", VQS_VERSION, rte_version());
+      std::exit(0);
     } else if (arg == "--help" || arg == "-h") {
       usage(stdout);
       std::exit(0);

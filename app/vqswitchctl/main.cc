@@ -24,6 +24,7 @@ void usage(std::FILE* out) {
                "  -s SOCKET               the switch's control socket (control.socket)\n"
                "  --prefix FILE_PREFIX    the socket of the switch with this eal.file_prefix:\n"
                "                          %s/FILE_PREFIX.ctl (default prefix: %s)\n"
+               "  --version               print the version and exit\n"
                "  vqswitchctl help        lists the commands\n",
                kControlDir, kDefaultPrefix.c_str());
 }
@@ -50,6 +51,9 @@ int main(int argc, char** argv) {
       socket_path = argv[++i];
     } else if (arg == "--prefix" && i + 1 < argc) {
       socket_path = std::string(kControlDir) + "/" + argv[++i] + ".ctl";
+    } else if (arg == "--version") {
+      std::printf("vqswitchctl %s\n", VQS_VERSION);
+      return 0;
     } else if (arg == "-h" || arg == "--help") {
       usage(stdout);
       return 0;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "datapath/eal_dma_registrar.h"
 
+#include "datapath/vqs_log.h"
+
 #include <bus_driver.h>
 #include <rte_errno.h>
 #include <rte_log.h>
@@ -10,9 +12,6 @@
 
 #include <cinttypes>
 #include <cstring>
-
-#define VQS_LOG(level, fmt, ...) \
-  rte_log(RTE_LOG_##level, RTE_LOGTYPE_USER1, "vqs: " fmt "\n", ##__VA_ARGS__)
 
 namespace vqs {
 namespace {

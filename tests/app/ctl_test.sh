@@ -78,6 +78,37 @@ sys.exit(0 if len(after) == 1 and after[0]["name"] == "n0"
          and after[0]["rx_packets"] < before["rx_packets"] else 1)
 PY
 
+# Runtime changes: weights per queue or port, busy-poll per lcore, taken by the running lcore.
+"$ctl" -s "$sock" set-weight n0:0 packets=32 >"$work/w.txt" || fail "set-weight: exit $?"
+grep -qx 'n0:0 (lcore 1): weight 32 packets / 262144 bytes' "$work/w.txt" ||
+  fail "set-weight text: $(cat "$work/w.txt")"
+"$ctl" -s "$sock" set-weight n1 bytes=65536 --json >"$work/w.json" || fail "set-weight --json"
+check "set-weight --json" 'j["changed"] == [{"port": "n1", "queue": 0, "lcore": 1,
+  "weight_packets": 64, "weight_bytes": 65536}]' <"$work/w.json"
+"$ctl" -s "$sock" rxq-show --json >"$work/rxq2.json" || fail "rxq-show --json after set-weight"
+check "rxq-show shows the new weights" '[(q["weight_packets"], q["weight_bytes"])
+  for q in j["rx_queues"]] == [(32, 262144), (64, 65536)]' <"$work/rxq2.json"
+"$ctl" -s "$sock" set-busy-poll 1 100 | grep -qx 'lcore 1: sleeps after 100 us idle' ||
+  fail "set-busy-poll 1 100"
+"$ctl" -s "$sock" show | grep -qE '^lcore 1 +sleeps after 100 us idle' || fail "show after set-busy-poll"
+"$ctl" -s "$sock" set-busy-poll 1 off --json >"$work/bp.json" || fail "set-busy-poll off --json"
+check "set-busy-poll off --json" 'j == {"lcore": 1, "busy_poll_us": None}' <"$work/bp.json"
+expect_error() {  # EXPECTED-MESSAGE ARGS...
+  local want=$1
+  shift
+  local got
+  got=$("$ctl" -s "$sock" "$@" 2>&1 >/dev/null)
+  local rc=$?
+  [ "$rc" -eq 1 ] || fail "$*: exit $rc, want 1"
+  [ "$got" = "vqswitchctl: $want" ] || fail "$*: '$got', want 'vqswitchctl: $want'"
+}
+expect_error "set-weight: packets: must be 1..65536, got '0'" set-weight n0 packets=0
+expect_error "set-weight: no port named 'nosuch'" set-weight nosuch packets=1
+expect_error "set-weight: n0 has rx queues 0..0" set-weight n0:3 packets=1
+expect_error "set-weight: unknown setting 'pkts' (packets=N, bytes=N)" set-weight n0 pkts=1
+expect_error "set-busy-poll: lcore 7 is not a forwarding lcore" set-busy-poll 7 10
+expect_error "set-busy-poll: US: must be 0..10000000 or off, got 'soon'" set-busy-poll 1 soon
+
 # Errors: one line naming what was wrong, exit status 1.
 err=$("$ctl" -s "$sock" stats nosuch 2>&1 >/dev/null)
 rc=$?

@@ -359,7 +359,7 @@ TEST_CASE("xconnect lcore loop forwards both ways and counts unrouted input") {
 // An lcore forwarding a guest (which holds nothing) to a NIC, on the lcore's own tx queue
 // `nic_queue` of `nic_queues`, and with a second NIC that cannot free on request (-ENOTSUP).
 struct CleanupRig {
-  CleanupRig(uint16_t nic_queues, uint16_t nic_queue, const std::atomic<uint64_t>* epoch = nullptr)
+  CleanupRig(uint16_t nic_queues, uint16_t nic_queue, LcoreSignals* signals = nullptr)
       : nic("n", 1, 1, nic_queues, false) {
     old.cleanup_result = -ENOTSUP;
     forwarding.xconnect_peer = {1, -1, -1};
@@ -372,7 +372,7 @@ struct CleanupRig {
     outs[2].port = &old;
     loop =
         std::make_unique<LcoreLoop>(0, nic_queue, std::move(rx), TxBufferSet(std::move(outs), 32),
-                                    &forwarding, std::nullopt, 32, epoch);
+                                    &forwarding, std::nullopt, 32, signals);
   }
   FakePort guest{"g", 0, 1, 1, true};
   FakePort nic;
@@ -385,15 +385,18 @@ TEST_CASE("a release request: each NIC tx queue of the lcore is cleaned once at 
   Pool pool;
   const unsigned full = pool.available();
   {
-    std::atomic<uint64_t> epoch{7};
-    CleanupRig rig(3, 2, &epoch);
+    LcoreSignals signals;
+    signals.release_requests = 7;
+    signals.epoch = 7;
+    CleanupRig rig(3, 2, &signals);
     FakePort &guest = rig.guest, &nic = rig.nic, &old = rig.old;
     LcoreLoop& loop = *rig.loop;
     nic.cleanup_result = 5;  // frees 5 sent packets
     for (int i = 0; i < 4; ++i) guest.inject(0, pool.packet(64, 0xa));
     CHECK(loop.poll_once(0) == 4);
     CHECK(nic.cleaned.empty());  // no request yet
-    epoch.fetch_add(1);
+    signals.release_requests.fetch_add(1);
+    signals.epoch.fetch_add(1);
     CHECK(loop.poll_once(0) == 0);
     CHECK(nic.cleaned == std::vector<uint16_t>{2});
     CHECK(old.cleaned == std::vector<uint16_t>{0});
@@ -436,6 +439,56 @@ TEST_CASE("before sleeping an lcore frees what its NIC queues sent; it polls aga
   CHECK(nic.cleaned.size() == c.sleeps + c.sleeps_put_off);
   CHECK(guest.cleaned.empty());
   CHECK(c.tx_release_requests == 0);  // not a release request: counted apart
+}
+
+TEST_CASE("a running lcore takes new weights and busy-poll from apply(), between two passes") {
+  Pool pool;
+  FakePort a("a", 0, 1, 1, true), b("b", 1, 1, 1, true);
+  Forwarding forwarding;
+  forwarding.xconnect_peer = {1, 0};
+  std::vector<RxSlot> rx(2);
+  rx[0].port = &a;
+  rx[1].port = &b;
+  std::vector<TxBufferSet::Output> outs(2);
+  outs[0].port = &a;
+  outs[1].port = &b;
+  LcoreSignals signals;
+  LcoreLoop loop(1, 0, std::move(rx), TxBufferSet(std::move(outs), 32), &forwarding, std::nullopt,
+                 32, &signals);
+  // Not running: nothing takes the change, and it is not left behind for a later start.
+  CHECK_FALSE(loop.apply(LcoreChange{{{0, Weight{7, 700}}}, {}}, 20));
+  CHECK(loop.poller().slots()[0].weight.packets == kDefaultPacketWeight);
+
+  std::atomic<bool> stop{false};
+  std::thread runner([&] { loop.run(stop); });
+  REQUIRE(loop.apply(LcoreChange{{{1, Weight{7, 700}}}, {}}, 2000));
+  CHECK(loop.poller().slots()[1].weight.packets == 7);
+  CHECK(loop.poller().slots()[1].weight.bytes == 700);
+  CHECK(loop.poller().slots()[0].weight.packets == kDefaultPacketWeight);
+  // Polling always until told to sleep after 100 us idle; then it sleeps (neither fake port can
+  // wake it: a millisecond at a time), and stops sleeping once told to poll always again.
+  CHECK(loop.counters().sleeps == 0);
+  REQUIRE(loop.apply(LcoreChange{{}, std::optional<uint32_t>(100)}, 2000));
+  CHECK(loop.busy_poll_us() == std::optional<uint32_t>(100));
+  while (loop.counters().sleeps < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(loop.apply(LcoreChange{{}, std::optional<uint32_t>()}, 2000));
+  CHECK_FALSE(loop.busy_poll_us());
+  const uint64_t sleeps = loop.counters().sleeps;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(loop.counters().sleeps == sleeps);
+  stop.store(true);
+  loop.wake();
+  runner.join();
+
+  // The weight holds: a pass (driven here, the loop stopped) takes 7 of b's 20 packets.
+  for (int i = 0; i < 20; ++i) b.inject(0, pool.packet(64, 0xb));
+  CHECK(loop.poll_once(rte_rdtsc()) == 7);
+  CHECK(a.sent(0).size() == 7);
+  a.free_sent();
+  CHECK(loop.poll_once(rte_rdtsc()) == 7);
+  a.free_sent();
+  CHECK(loop.poll_once(rte_rdtsc()) == 6);
+  a.free_sent();
 }
 
 TEST_CASE("a guest queue at its zero-copy limit has the lcore's NIC queues free what they sent") {

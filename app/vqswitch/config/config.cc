@@ -426,8 +426,8 @@ void Loader::read_ethdev(const MapView& m, PortConfig* port) {
 Weight Loader::read_weight(const Value& v, Weight base) {
   expect_map(v);
   MapView m(*this, v, {"packets", "bytes"});
-  if (const Value* p = m.find("packets")) base.packets = read_int(*p, 1, 65536);
-  if (const Value* b = m.find("bytes")) base.bytes = read_int(*b, 1, 1 << 30);
+  if (const Value* p = m.find("packets")) base.packets = read_int(*p, 1, kMaxWeightPackets);
+  if (const Value* b = m.find("bytes")) base.bytes = read_int(*b, 1, kMaxWeightBytes);
   return base;
 }
 
@@ -475,7 +475,7 @@ void Loader::read_lcore(const Value& v) {
     if (refs.empty()) fail(*rx, "must be auto or a non-empty list of rx queues");
     for (const Value& ref : refs) lcore.rx.push_back(read_rx_queue(ref));
   }
-  if (const Value* b = m.find("busy_poll_us")) lcore.busy_poll_us = read_int(*b, 0, 10000000);
+  if (const Value* b = m.find("busy_poll_us")) lcore.busy_poll_us = read_int(*b, 0, kMaxBusyPollUs);
   config_.lcores.push_back(std::move(lcore));
 }
 

@@ -36,6 +36,11 @@ constexpr uint32_t kDefaultPacketWeight = 64;
 // visit long; 256 KiB kept a neighbour's latency below OVS-DPDK's at the flooder's full rate.
 constexpr uint32_t kDefaultByteWeight = 256 << 10;
 
+// Limits of a weight and of busy_poll_us, for the config file and vqswitchctl alike.
+constexpr uint32_t kMaxWeightPackets = 65536;
+constexpr uint32_t kMaxWeightBytes = 1u << 30;
+constexpr uint32_t kMaxBusyPollUs = 10000000;
+
 // A queue's share of its lcore: a visit ends when either is spent or the queue is empty.
 struct Weight {
   uint32_t packets = kDefaultPacketWeight;

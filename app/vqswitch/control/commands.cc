@@ -44,6 +44,16 @@ void subtract_numbers(Json& now, const Json& base) {
   }
 }
 
+// A decimal in lo..hi, nothing else.
+bool parse_number(const std::string& text, uint64_t lo, uint64_t hi, uint64_t* value) {
+  if (text.empty() || text.size() > 12 || text.find_first_not_of("0123456789") != text.npos)
+    return false;
+  *value = std::stoull(text);
+  return *value >= lo && *value <= hi;
+}
+
+constexpr int kApplyTimeoutMs = 2000;
+
 std::string mac_text(uint64_t key) {
   return format("%02x:%02x:%02x:%02x:%02x:%02x", static_cast<unsigned>(key & 0xff),
                 static_cast<unsigned>(key >> 8 & 0xff), static_cast<unsigned>(key >> 16 & 0xff),
@@ -64,6 +74,9 @@ std::string ControlCommands::usage() {
          "  stats [PORT] [--clear]  counters of every port (or one); --clear: count from now\n"
          "  fdb-show             the bridge's MAC table: MAC, VLAN, port, age\n"
          "  fdb-flush            empty the bridge's MAC table\n"
+         "  set-weight PORT[:QUEUE] [packets=N] [bytes=N]  an rx queue's weights (every queue of\n"
+         "                       PORT without :QUEUE), from its next visit\n"
+         "  set-busy-poll LCORE US|off  idle this long before sleeping; off: poll always\n"
          "  help                 this list\n";
 }
 
@@ -87,9 +100,20 @@ ControlReply ControlCommands::run(const std::vector<std::string>& args) {
     return ControlReply{true, json ? j.dump(2) + "\n" : text(j)};
   };
   if (clear && command != "stats") return fail(command + ": unknown option --clear");
-  const bool takes_operand = command == "stats";
-  if (operands > (takes_operand ? 1u : 0u))
+  const size_t max_operands = command == "stats"           ? 1
+                              : command == "set-weight"    ? 3
+                              : command == "set-busy-poll" ? 2
+                                                           : 0;
+  if (operands > max_operands)
     return fail(command + ": unexpected argument '" + words.back() + "'");
+  if (command == "set-weight" || command == "set-busy-poll") {
+    std::string error;
+    const std::vector<std::string> rest(words.begin() + 1, words.end());
+    const std::optional<Json> j =
+        command == "set-weight" ? set_weight(rest, &error) : set_busy_poll(rest, &error);
+    if (!j) return fail(command + ": " + error);
+    return reply(*j, command == "set-weight" ? set_weight_text : set_busy_poll_text);
+  }
 
   if (command == "help") return {true, usage()};
   if (command == "show") return reply(show(), show_text);
@@ -298,6 +322,133 @@ Json ControlCommands::fdb_flush() {
   Json j;
   j["flushed"] = switch_.bridge()->flush();
   return j;
+}
+
+std::optional<Json> ControlCommands::set_weight(const std::vector<std::string>& operands,
+                                                std::string* error) {
+  if (operands.size() < 2) {
+    *error = "usage: set-weight PORT[:QUEUE] [packets=N] [bytes=N]";
+    return std::nullopt;
+  }
+  std::string name = operands[0];
+  std::optional<uint16_t> queue;
+  const size_t colon = name.rfind(':');
+  uint64_t number = 0;
+  if (colon != name.npos) {
+    if (!parse_number(name.substr(colon + 1), 0, UINT16_MAX, &number)) {
+      *error = "bad queue in '" + name + "'";
+      return std::nullopt;
+    }
+    queue = static_cast<uint16_t>(number);
+    name.resize(colon);
+  }
+  const Config& config = switch_.config();
+  const int port = config.port_index(name);
+  if (port < 0) {
+    *error = "no port named '" + name + "'";
+    return std::nullopt;
+  }
+  if (queue && *queue >= config.ports[port].queues) {
+    *error = name + " has rx queues 0.." + std::to_string(config.ports[port].queues - 1);
+    return std::nullopt;
+  }
+  std::optional<uint32_t> packets, bytes;
+  for (size_t i = 1; i < operands.size(); ++i) {
+    const std::string& arg = operands[i];
+    const size_t eq = arg.find('=');
+    const std::string key = arg.substr(0, eq);
+    const std::string value = eq == arg.npos ? "" : arg.substr(eq + 1);
+    const bool is_packets = key == "packets";
+    if (!is_packets && key != "bytes") {
+      *error = "unknown setting '" + key + "' (packets=N, bytes=N)";
+      return std::nullopt;
+    }
+    const uint64_t max = is_packets ? kMaxWeightPackets : kMaxWeightBytes;
+    if (!parse_number(value, 1, max, &number)) {
+      *error = key + ": must be 1.." + std::to_string(max) + ", got '" + value + "'";
+      return std::nullopt;
+    }
+    (is_packets ? packets : bytes) = static_cast<uint32_t>(number);
+  }
+  Json changed = Json::array();
+  for (const auto& loop : switch_.lcores()) {
+    LcoreChange change;
+    const auto& slots = loop->poller().slots();
+    for (uint16_t s = 0; s < slots.size(); ++s) {
+      if (slots[s].port->index() != port || (queue && slots[s].queue != *queue)) continue;
+      Weight w = slots[s].weight;
+      if (packets) w.packets = *packets;
+      if (bytes) w.bytes = *bytes;
+      change.weights.emplace_back(s, w);
+      Json c;
+      c["port"] = name;
+      c["queue"] = slots[s].queue;
+      c["lcore"] = loop->lcore();
+      c["weight_packets"] = w.packets;
+      c["weight_bytes"] = w.bytes;
+      changed.push_back(std::move(c));
+    }
+    if (change.weights.empty()) continue;
+    if (!loop->apply(std::move(change), kApplyTimeoutMs)) {
+      *error = "lcore " + std::to_string(loop->lcore()) + " did not take the change (not running)";
+      return std::nullopt;
+    }
+  }
+  Json j;
+  j["changed"] = std::move(changed);
+  return j;
+}
+
+std::optional<Json> ControlCommands::set_busy_poll(const std::vector<std::string>& operands,
+                                                   std::string* error) {
+  uint64_t id = 0;
+  uint64_t us = 0;
+  if (operands.size() != 2 || !parse_number(operands[0], 0, UINT32_MAX, &id)) {
+    *error = "usage: set-busy-poll LCORE US|off";
+    return std::nullopt;
+  }
+  const bool off = operands[1] == "off";
+  if (!off && !parse_number(operands[1], 0, kMaxBusyPollUs, &us)) {
+    *error =
+        "US: must be 0.." + std::to_string(kMaxBusyPollUs) + " or off, got '" + operands[1] + "'";
+    return std::nullopt;
+  }
+  for (const auto& loop : switch_.lcores()) {
+    if (loop->lcore() != id) continue;
+    LcoreChange change;
+    change.busy_poll_us = off ? std::nullopt : std::optional<uint32_t>(static_cast<uint32_t>(us));
+    if (!loop->apply(std::move(change), kApplyTimeoutMs)) {
+      *error = "lcore " + std::to_string(id) + " did not take the change (not running)";
+      return std::nullopt;
+    }
+    Json j;
+    j["lcore"] = id;
+    if (off) {
+      j["busy_poll_us"] = nullptr;
+    } else {
+      j["busy_poll_us"] = us;
+    }
+    return j;
+  }
+  *error = "lcore " + std::to_string(id) + " is not a forwarding lcore";
+  return std::nullopt;
+}
+
+std::string set_weight_text(const Json& j) {
+  std::string out;
+  for (const Json& c : j["changed"])
+    out += format("%s:%u (lcore %u): weight %u packets / %u bytes\n",
+                  c["port"].get<std::string>().c_str(), c["queue"].get<unsigned>(),
+                  c["lcore"].get<unsigned>(), c["weight_packets"].get<unsigned>(),
+                  c["weight_bytes"].get<unsigned>());
+  return out;
+}
+
+std::string set_busy_poll_text(const Json& j) {
+  return format("lcore %u: ", j["lcore"].get<unsigned>()) +
+         (j["busy_poll_us"].is_null()
+              ? std::string("polls always\n")
+              : format("sleeps after %u us idle\n", j["busy_poll_us"].get<unsigned>()));
 }
 
 std::string show_text(const Json& j) {

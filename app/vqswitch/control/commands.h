@@ -35,6 +35,9 @@ class ControlCommands {
   std::optional<Json> stats(const std::string& port, bool clear, std::string* error);
   Json fdb_show() const;
   Json fdb_flush();
+  // nullopt with `error` for a bad argument, or an lcore that did not take the change.
+  std::optional<Json> set_weight(const std::vector<std::string>& operands, std::string* error);
+  std::optional<Json> set_busy_poll(const std::vector<std::string>& operands, std::string* error);
 
   Json port_stats(uint16_t port) const;
 
@@ -49,5 +52,7 @@ std::string lcore_show_text(const nlohmann::ordered_json& j);
 std::string rxq_show_text(const nlohmann::ordered_json& j);
 std::string stats_text(const nlohmann::ordered_json& j);
 std::string fdb_show_text(const nlohmann::ordered_json& j);
+std::string set_weight_text(const nlohmann::ordered_json& j);
+std::string set_busy_poll_text(const nlohmann::ordered_json& j);
 
 }  // namespace vqs::app

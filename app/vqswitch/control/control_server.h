@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The control socket: a unix stream socket on which vqswitchctl sends one request (its arguments,
-// each ending in a NUL byte, then a shutdown of its writing side) and reads one reply (a first
-// line "ok" or "error", then the text), after which the switch closes. Served from the control
-// thread's poll loop, never from a forwarding lcore. See docs/operations.md.
+// The control socket vqswitchctl talks to: one request (NUL-terminated arguments), one reply
+// ("ok" or "error", then text), then close. Served from the control thread's poll loop, never
+// from a forwarding lcore. See docs/operations.md, "The protocol".
 #pragma once
 
 #include <poll.h>

@@ -25,19 +25,28 @@ constexpr int kLongSleepMs = 100;
 
 LcoreLoop::LcoreLoop(unsigned lcore, uint16_t slot, std::vector<RxSlot> rx, TxBufferSet tx,
                      const Forwarding* forwarding, std::optional<uint32_t> busy_poll_us,
-                     uint16_t burst, const std::atomic<uint64_t>* release_epoch)
+                     uint16_t burst, LcoreSignals* signals)
     : lcore_(lcore),
       slot_(slot),
       poller_(std::move(rx), burst),
       tx_(std::move(tx)),
       forwarding_(forwarding),
       busy_poll_us_(busy_poll_us),
-      release_epoch_(release_epoch),
+      busy_poll_cycles_(busy_poll_us ? rte_get_tsc_hz() * *busy_poll_us / 1000000 : 0),
+      busy_poll_us_shown_(busy_poll_us),
+      signals_(signals),
       reclaim_interval_cycles_(rte_get_tsc_hz() * kReclaimUs / 1000000) {
-  if (release_epoch_ != nullptr) release_seen_ = release_epoch_->load(std::memory_order_relaxed);
-  if (!busy_poll_us_) return;
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (signals_ != nullptr) {
+    epoch_seen_ = signals_->epoch.load(std::memory_order_relaxed);
+    release_seen_ = signals_->release_requests.load(std::memory_order_relaxed);
+  }
+  // Made now, whether or not the loop sleeps yet: wake() may be called from any thread at any time.
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (busy_poll_us_) watch_wakeups();
+}
+
+void LcoreLoop::watch_wakeups() {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_event_.epdata.event = EPOLLIN;
   wake_watched_ = epoll_fd_ >= 0 && wake_fd_ >= 0 &&
                   rte_epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake_event_) == 0;
@@ -81,8 +90,52 @@ void LcoreLoop::forward(RxSlot& slot, rte_mbuf** pkts, uint16_t count, uint64_t 
   for (uint16_t i = 0; i < count; ++i) tx_.push(static_cast<uint16_t>(peer), pkts[i]);
 }
 
-void LcoreLoop::release_sent(uint64_t epoch) {
-  release_seen_ = epoch;
+bool LcoreLoop::apply(LcoreChange change, int timeout_ms) {
+  if (signals_ == nullptr) return false;
+  std::lock_guard lock(apply_mutex_);
+  change_ = std::move(change);
+  const uint64_t posted = changes_posted_.load(std::memory_order_relaxed) + 1;
+  changes_posted_.store(posted, std::memory_order_release);
+  signals_->epoch.fetch_add(1, std::memory_order_release);
+  wake();
+  for (int waited_ms = 0; changes_done_.load(std::memory_order_acquire) < posted; ++waited_ms) {
+    if (waited_ms >= timeout_ms) {
+      // Not running: take the change back, so a later start does not apply it.
+      changes_posted_.store(posted - 1, std::memory_order_release);
+      return false;
+    }
+    rte_delay_us_sleep(1000);
+  }
+  if (change_.busy_poll_us) busy_poll_us_shown_ = *change_.busy_poll_us;
+  return true;
+}
+
+void LcoreLoop::apply_change(const LcoreChange& change) {
+  for (const auto& [index, weight] : change.weights) {
+    RxSlot& slot = poller_.slots()[index];
+    slot.weight = weight;
+    slot.byte_debt = 0;
+  }
+  if (change.busy_poll_us) {
+    busy_poll_us_ = *change.busy_poll_us;
+    busy_poll_cycles_ = busy_poll_us_ ? rte_get_tsc_hz() * *busy_poll_us_ / 1000000 : 0;
+    if (busy_poll_us_ && epoll_fd_ < 0) watch_wakeups();
+  }
+}
+
+void LcoreLoop::take_signals(uint64_t epoch) {
+  epoch_seen_ = epoch;
+  const uint64_t requests = signals_->release_requests.load(std::memory_order_relaxed);
+  if (requests != release_seen_) release_sent(requests);
+  const uint64_t posted = changes_posted_.load(std::memory_order_acquire);
+  if (posted != changes_done_.load(std::memory_order_relaxed)) {
+    apply_change(change_);
+    changes_done_.store(posted, std::memory_order_release);
+  }
+}
+
+void LcoreLoop::release_sent(uint64_t requests) {
+  release_seen_ = requests;
   const TxBufferSet::Released r = tx_.release_sent();
   ++counters_.tx_release_requests;
   counters_.tx_release_packets += r.packets;
@@ -98,11 +151,12 @@ void LcoreLoop::reclaim_lent(uint64_t now_tsc) {
 }
 
 uint32_t LcoreLoop::poll_once(uint64_t now_tsc) {
-  // Once per pass, not per packet: a request is rare (a guest ring stopping with buffers lent).
-  if (release_epoch_ != nullptr) {
-    const uint64_t epoch = release_epoch_->load(std::memory_order_relaxed);
-    if (epoch != release_seen_) [[unlikely]]
-      release_sent(epoch);
+  // Once per pass, not per packet: a request is rare (a guest ring stopping with buffers lent, a
+  // change from the control socket).
+  if (signals_ != nullptr) {
+    const uint64_t epoch = signals_->epoch.load(std::memory_order_acquire);
+    if (epoch != epoch_seen_) [[unlikely]]
+      take_signals(epoch);
   }
   uint32_t taken = 0;
   // A queue's cycles are read only after a visit that took packets: an idle pass reads no clock.
@@ -130,7 +184,6 @@ uint32_t LcoreLoop::poll_once(uint64_t now_tsc) {
 void LcoreLoop::run(const std::atomic<bool>& stop) {
   const uint64_t hz = rte_get_tsc_hz();
   const uint64_t housekeeping_cycles = hz * kHousekeepingUs / 1000000;
-  const uint64_t busy_poll_cycles = busy_poll_us_ ? hz * *busy_poll_us_ / 1000000 : 0;
   uint64_t now = rte_rdtsc();
   uint64_t last_work = now;
   uint64_t last_housekeeping = now;
@@ -151,7 +204,7 @@ void LcoreLoop::run(const std::atomic<bool>& stop) {
       tx_.housekeeping(now);
       last_housekeeping = now;
     }
-    if (busy_poll_us_ && now - last_work >= busy_poll_cycles) {
+    if (busy_poll_us_ && now - last_work >= busy_poll_cycles_) {
       sleep_until_woken();
       now = last_work = last_housekeeping = rte_rdtsc();
     }

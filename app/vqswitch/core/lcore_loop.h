@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "bridge/l2_bridge.h"
@@ -52,13 +54,27 @@ struct alignas(64) LcoreCounters {
   uint64_t lent_reclaimed_packets = 0;
 };
 
+// What the switch asks of every lcore; an lcore looks at `epoch` once per pass and at the rest
+// only when it moved.
+struct LcoreSignals {
+  alignas(64) std::atomic<uint64_t> epoch{0};  // bumped after any of the below
+  // Ask the NIC tx queues to free what they have sent (TxBufferSet::release_sent).
+  std::atomic<uint64_t> release_requests{0};
+};
+
+// A change the control thread makes to one running lcore, applied by it between two passes.
+struct LcoreChange {
+  std::vector<std::pair<uint16_t, Weight>> weights;     // rx slot index -> its weight from now
+  std::optional<std::optional<uint32_t>> busy_poll_us;  // set: the new busy-poll (inner nullopt:
+                                                        // poll forever)
+};
+
 class LcoreLoop {
  public:
-  // `release_epoch` (optional): a counter the switch bumps, then wakes us, to have every lcore
-  // ask its NIC tx queues to free what they have sent (TxBufferSet::release_sent).
+  // `signals` (optional): the switch's requests to every lcore (see LcoreSignals).
   LcoreLoop(unsigned lcore, uint16_t slot, std::vector<RxSlot> rx, TxBufferSet tx,
             const Forwarding* forwarding, std::optional<uint32_t> busy_poll_us, uint16_t burst,
-            const std::atomic<uint64_t>* release_epoch = nullptr);
+            LcoreSignals* signals = nullptr);
   ~LcoreLoop();
   LcoreLoop(const LcoreLoop&) = delete;
   LcoreLoop& operator=(const LcoreLoop&) = delete;
@@ -72,16 +88,24 @@ class LcoreLoop {
   // packets taken (tests drive the loop with it).
   uint32_t poll_once(uint64_t now_tsc);
   void wake();  // async-signal-safe
+  // Control thread: has the running loop apply `change` at its next pass (woken if asleep) and
+  // waits for it; false when it did not within `timeout_ms` (the loop is not running). Needs
+  // `signals`.
+  bool apply(LcoreChange change, int timeout_ms);
 
   const WeightedPoller& poller() const { return poller_; }
-  const std::optional<uint32_t>& busy_poll_us() const { return busy_poll_us_; }
+  // As last set (constructor or apply); read by the control thread.
+  const std::optional<uint32_t>& busy_poll_us() const { return busy_poll_us_shown_; }
   const LcoreCounters& counters() const { return counters_; }
 
  private:
   void forward(RxSlot& slot, rte_mbuf** pkts, uint16_t count, uint64_t now_tsc);
   // Returns without sleeping when freeing sent mbufs first may have completed lent buffers.
   void sleep_until_woken();
-  void release_sent(uint64_t epoch);
+  void take_signals(uint64_t epoch);
+  void release_sent(uint64_t requests);
+  void apply_change(const LcoreChange& change);
+  void watch_wakeups();  // the epoll fd and what it watches, before the first sleep
   void reclaim_lent(uint64_t now_tsc);
 
   const unsigned lcore_;
@@ -89,15 +113,24 @@ class LcoreLoop {
   WeightedPoller poller_;
   TxBufferSet tx_;
   const Forwarding* const forwarding_;
-  const std::optional<uint32_t> busy_poll_us_;
+  std::optional<uint32_t> busy_poll_us_;  // the lcore's own copy
+  uint64_t busy_poll_cycles_ = 0;
+  std::optional<uint32_t> busy_poll_us_shown_;  // the control thread's
   int epoll_fd_ = -1;  // wake-ups of every rx queue, and wake_fd_: see rte_epoll_wait
   int wake_fd_ = -1;
   rte_epoll_event wake_event_{};
   bool wake_watched_ = false;
   std::vector<bool> watched_;  // by slot: its wake-up is in epoll_fd_
   bool every_queue_can_wake_ = false;
-  const std::atomic<uint64_t>* const release_epoch_;
+  LcoreSignals* const signals_;
+  uint64_t epoch_seen_ = 0;
   uint64_t release_seen_ = 0;
+  // apply(): the control thread fills `change_`, bumps `changes_posted_` and signals_->epoch;
+  // the loop applies it and stores `changes_done_`.
+  std::mutex apply_mutex_;  // control threads, one apply at a time
+  LcoreChange change_;
+  std::atomic<uint64_t> changes_posted_{0};
+  std::atomic<uint64_t> changes_done_{0};
   const uint64_t reclaim_interval_cycles_;
   uint64_t next_reclaim_tsc_ = 0;
   LcoreCounters counters_;

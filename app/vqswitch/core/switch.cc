@@ -17,6 +17,7 @@
 #include "datapath/eal_dma_registrar.h"
 #include "ports/ethdev_port.h"
 #include "ports/guest_port.h"
+#include "ports/switch_log.h"
 
 namespace vqs::app {
 namespace {
@@ -185,7 +186,7 @@ void Switch::create_lcores() {
     lcores_.push_back(std::make_unique<LcoreLoop>(
         pl.lcore, pl.slot, std::move(rx),
         TxBufferSet(tx_outputs(pl.slot), config_.burst, {pool_, gso_pool_}), &forwarding_,
-        pl.busy_poll_us, config_.burst, &release_epoch_));
+        pl.busy_poll_us, config_.burst, &lcore_signals_));
   }
 }
 
@@ -203,15 +204,15 @@ void Switch::plan_lent_buffers() {
     nic.set_lent(lent_policy(nic.dma(), nic.multi_segs(), mappable));
     if (mappable) {
       devices.push_back(nic.device());
-      RTE_LOG(INFO, USER1, "vqswitch: port %s: guest memory is DMA-mapped for it (zero-copy)\n",
-              nic.name().c_str());
+      SWITCH_LOG(INFO, "port %s: guest memory is DMA-mapped for it (zero-copy)",
+                 nic.name().c_str());
     }
     if (nic.lent() != LentPolicy::kCopy) continue;
     const char* why = !nic.multi_segs() ? "it takes no multi-segment mbufs"
                       : !iova_va        ? "IOVA mode is PA, guest memory cannot be DMA-mapped"
                                         : "the device refuses rte_dev_dma_map of guest memory";
-    RTE_LOG(WARNING, USER1, "vqswitch: port %s: zero-copy guest buffers are copied toward it: %s\n",
-            nic.name().c_str(), why);
+    SWITCH_LOG(WARNING, "port %s: zero-copy guest buffers are copied toward it: %s",
+               nic.name().c_str(), why);
   }
   if (!devices.empty()) dma_registrar_ = std::make_unique<EalDmaRegistrar>(std::move(devices));
 }
@@ -266,7 +267,7 @@ void Switch::run(const std::atomic<bool>& stop, const std::function<void()>& con
         },
         arg);
     if (rc != 0) {
-      RTE_LOG(ERR, USER1, "vqswitch: cannot create the control thread: %s\n", strerror(rc));
+      SWITCH_LOG(ERR, "cannot create the control thread: %s", strerror(rc));
       std::thread fallback(control);
       on_main->run(stop);
       fallback.join();
@@ -289,7 +290,8 @@ void Switch::wake_all() {
 
 void Switch::request_tx_release() {
   std::lock_guard lock(release_mutex_);
-  release_epoch_.fetch_add(1, std::memory_order_relaxed);
+  lcore_signals_.release_requests.fetch_add(1, std::memory_order_relaxed);
+  lcore_signals_.epoch.fetch_add(1, std::memory_order_release);
   wake_all();
 }
 

@@ -86,8 +86,8 @@ class Switch {
   Forwarding forwarding_;
   std::vector<std::unique_ptr<LcoreLoop>> lcores_;
   const std::atomic<bool>* stop_ = nullptr;
-  alignas(64) std::atomic<uint64_t> release_epoch_{0};  // see request_tx_release
-  std::mutex release_mutex_;  // request_tx_release against the lcores' destruction
+  LcoreSignals lcore_signals_;  // see request_tx_release, LcoreLoop::apply
+  std::mutex release_mutex_;    // request_tx_release against the lcores' destruction
 };
 
 }  // namespace vqs::app

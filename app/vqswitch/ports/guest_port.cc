@@ -8,6 +8,7 @@
 #include "datapath/dequeue.h"
 #include "datapath/enqueue.h"
 #include "datapath/net_offload.h"
+#include "ports/switch_log.h"
 #include "ring/net_features.h"
 
 namespace vqs::app {
@@ -99,8 +100,7 @@ bool GuestPort::tx_housekeeping(uint16_t queue, uint64_t now_tsc) {
 }
 
 void GuestPort::on_link_change(bool up) {
-  RTE_LOG(INFO, USER1, "vqswitch: port %s: guest %s\n", name().c_str(),
-          up ? "connected" : "disconnected");
+  SWITCH_LOG(INFO, "port %s: guest %s", name().c_str(), up ? "connected" : "disconnected");
   map_tx_queues();
 }
 

@@ -455,16 +455,17 @@ TEST_CASE("a running lcore takes new weights and busy-poll from apply(), between
   LcoreSignals signals;
   LcoreLoop loop(1, 0, std::move(rx), TxBufferSet(std::move(outs), 32), &forwarding, std::nullopt,
                  32, &signals);
-  // Not running: nothing takes the change, and it is not left behind for a later start.
+  // Not running: nothing takes the change yet; the loop applies it at its first pass.
   CHECK_FALSE(loop.apply(LcoreChange{{{0, Weight{7, 700}}}, {}}, 20));
   CHECK(loop.poller().slots()[0].weight.packets == kDefaultPacketWeight);
+  CHECK_FALSE(loop.apply(LcoreChange{{{0, Weight{8, 800}}}, {}}, 20));  // the first is pending
 
   std::atomic<bool> stop{false};
   std::thread runner([&] { loop.run(stop); });
   REQUIRE(loop.apply(LcoreChange{{{1, Weight{7, 700}}}, {}}, 2000));
   CHECK(loop.poller().slots()[1].weight.packets == 7);
   CHECK(loop.poller().slots()[1].weight.bytes == 700);
-  CHECK(loop.poller().slots()[0].weight.packets == kDefaultPacketWeight);
+  CHECK(loop.poller().slots()[0].weight.packets == 7);  // the change made before it ran
   // Polling always until told to sleep after 100 us idle; then it sleeps (neither fake port can
   // wake it: a millisecond at a time), and stops sleeping once told to poll always again.
   CHECK(loop.counters().sleeps == 0);

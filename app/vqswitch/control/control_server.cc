@@ -147,8 +147,9 @@ bool ControlServer::read_request(Client& client) {
     if (client.request.size() + static_cast<size_t>(n) > kMaxRequestBytes) {
       ++refused_;
       client.request.clear();
-      const std::string reply =
-          "error\nrequest longer than " + std::to_string(kMaxRequestBytes) + " bytes\n";
+      std::string reply = "error\nrequest longer than ";  // appended: see commands.cc's cat()
+      reply += std::to_string(kMaxRequestBytes);
+      reply += " bytes\n";
       (void)send_all(client.fd, reply.data(), reply.size());
       return false;
     }

@@ -90,24 +90,27 @@ void LcoreLoop::forward(RxSlot& slot, rte_mbuf** pkts, uint16_t count, uint64_t 
   for (uint16_t i = 0; i < count; ++i) tx_.push(static_cast<uint16_t>(peer), pkts[i]);
 }
 
+bool LcoreLoop::wait_taken(uint64_t posted, int timeout_ms) {
+  for (int waited_ms = 0; changes_done_.load(std::memory_order_acquire) < posted; ++waited_ms) {
+    if (waited_ms >= timeout_ms) return false;
+    wake();
+    rte_delay_us_sleep(1000);
+  }
+  return true;
+}
+
 bool LcoreLoop::apply(LcoreChange change, int timeout_ms) {
   if (signals_ == nullptr) return false;
   std::lock_guard lock(apply_mutex_);
+  // The loop reads change_ until it has taken the last one: never overwritten before.
+  if (!wait_taken(changes_posted_.load(std::memory_order_relaxed), timeout_ms)) return false;
+  if (change.busy_poll_us) busy_poll_us_shown_ = *change.busy_poll_us;
   change_ = std::move(change);
   const uint64_t posted = changes_posted_.load(std::memory_order_relaxed) + 1;
   changes_posted_.store(posted, std::memory_order_release);
   signals_->epoch.fetch_add(1, std::memory_order_release);
-  wake();
-  for (int waited_ms = 0; changes_done_.load(std::memory_order_acquire) < posted; ++waited_ms) {
-    if (waited_ms >= timeout_ms) {
-      // Not running: take the change back, so a later start does not apply it.
-      changes_posted_.store(posted - 1, std::memory_order_release);
-      return false;
-    }
-    rte_delay_us_sleep(1000);
-  }
-  if (change_.busy_poll_us) busy_poll_us_shown_ = *change_.busy_poll_us;
-  return true;
+  // Not taken in time: it stays handed over, and the loop applies it at its next pass.
+  return wait_taken(posted, timeout_ms);
 }
 
 void LcoreLoop::apply_change(const LcoreChange& change) {

@@ -88,9 +88,9 @@ class LcoreLoop {
   // packets taken (tests drive the loop with it).
   uint32_t poll_once(uint64_t now_tsc);
   void wake();  // async-signal-safe
-  // Control thread: has the running loop apply `change` at its next pass (woken if asleep) and
-  // waits for it; false when it did not within `timeout_ms` (the loop is not running). Needs
-  // `signals`.
+  // Control thread: has the loop apply `change` at its next pass (woken if asleep) and waits for
+  // it. False when it has not within `timeout_ms` (the loop is not running): the change then
+  // waits for the loop's next pass, and a later apply() first waits for it. Needs `signals`.
   bool apply(LcoreChange change, int timeout_ms);
 
   const WeightedPoller& poller() const { return poller_; }
@@ -103,6 +103,7 @@ class LcoreLoop {
   // Returns without sleeping when freeing sent mbufs first may have completed lent buffers.
   void sleep_until_woken();
   void take_signals(uint64_t epoch);
+  bool wait_taken(uint64_t posted, int timeout_ms);  // control thread
   void release_sent(uint64_t requests);
   void apply_change(const LcoreChange& change);
   void watch_wakeups();  // the epoll fd and what it watches, before the first sleep

@@ -116,23 +116,7 @@ uint64_t MacTable::flush() {
   return remove_if([](const Entry&) { return true; });
 }
 
-void MacTable::for_each(const std::function<void(uint64_t, uint16_t, uint64_t)>& visit) const {
-  const void* key_ptr;
-  void* data;
-  uint32_t next = 0;
-  int32_t position;
-  while ((position = rte_hash_iterate(table_, &key_ptr, &data, &next)) >= 0) {
-    uint64_t key;
-    std::memcpy(&key, key_ptr, sizeof(key));
-    const Entry& e = entries_[position];
-    if (e.key.load(std::memory_order_acquire) != key) continue;  // a learner is filling it in
-    visit(key, e.port.load(std::memory_order_relaxed), e.seen.load(std::memory_order_relaxed));
-  }
-}
-
-uint64_t MacTable::remove_if(const std::function<bool(const Entry&)>& doomed) {
-  if (!ensure_lcore_id()) return 0;
-  uint64_t removed = 0;
+void MacTable::for_each_filled(const std::function<void(uint64_t, Entry&)>& visit) const {
   const void* key_ptr;
   void* data;
   uint32_t next = 0;
@@ -143,15 +127,29 @@ uint64_t MacTable::remove_if(const std::function<bool(const Entry&)>& doomed) {
     std::memcpy(&key, key_ptr, sizeof(key));
     Entry& e = entries_[position];
     if (e.key.load(std::memory_order_acquire) != key) continue;  // a learner is filling it in
-    if (!doomed(e)) continue;
-    if (rte_hash_del_key(table_, &key) < 0) continue;
+    visit(key, e);
+  }
+}
+
+void MacTable::for_each(const std::function<void(uint64_t, uint16_t, uint64_t)>& visit) const {
+  for_each_filled([&](uint64_t key, Entry& e) {
+    visit(key, e.port.load(std::memory_order_relaxed), e.seen.load(std::memory_order_relaxed));
+  });
+}
+
+uint64_t MacTable::remove_if(const std::function<bool(const Entry&)>& doomed) {
+  if (!ensure_lcore_id()) return 0;
+  uint64_t removed = 0;
+  for_each_filled([&](uint64_t key, Entry& e) {
+    if (!doomed(e)) return;
+    if (rte_hash_del_key(table_, &key) < 0) return;
     // Before any later delete can reclaim it (size() subtracts the difference).
     deleted_.fetch_add(1, std::memory_order_relaxed);
     // So the key, if it comes back to this position, counts as learned. Only if nobody has
     // claimed the position again meanwhile.
     e.key.compare_exchange_strong(key, kNoKey, std::memory_order_relaxed);
     ++removed;
-  }
+  });
   return removed;
 }
 

@@ -120,6 +120,8 @@ class MacTable {
   };
 
   void go_online(uint16_t slot);
+  // `visit(key, entry)` for each key whose entry is filled in (control thread).
+  void for_each_filled(const std::function<void(uint64_t, Entry&)>& visit) const;
   // Deletes the keys `doomed` picks (control thread); returns how many.
   uint64_t remove_if(const std::function<bool(const Entry&)>& doomed);
 

@@ -97,6 +97,41 @@ TEST_CASE("bridge: a MAC seen on another port moves") {
   CHECK(c.entries == 2);
 }
 
+TEST_CASE("bridge: a port deleted at run time: its entries go, floods skip it; a new one joins") {
+  BridgeFixture fx({unaware(), unaware(), unaware()});
+  const Mac a = host(1), b = host(2), c = host(3);
+  fx.send(0, frame(b, a));
+  fx.send(1, frame(a, b));
+  fx.send(2, frame(a, c));
+  (void)fx.take_counts();
+  REQUIRE(fx.bridge->counters().entries == 3);
+
+  // Port 1 leaves: its entry goes (b is unknown again), and floods no longer reach it.
+  CHECK(fx.bridge->flush_port(1) == 1);
+  std::string error;
+  const VlanConfig none = unaware();
+  std::optional<VlanMap> without =
+      VlanMap::create(std::vector<const VlanConfig*>{&none, nullptr, &none}, &error);
+  REQUIRE(without);
+  fx.bridge->use_vlans(0, fx.bridge->publish_vlans(std::move(*without)));
+  fx.bridge->retire_vlans();
+  fx.send(0, frame(b, a));
+  CHECK(fx.take_counts() == Counts{0, 0, 1});
+  fx.send(0, frame(c, a));  // the others are still known
+  CHECK(fx.take_counts() == Counts{0, 0, 1});
+  CHECK(fx.bridge->counters().entries == 2);
+
+  // A port at index 1 again, in VLAN 5 this time: unaware ports' floods do not reach it.
+  const VlanConfig vlan5 = access(5);
+  std::optional<VlanMap> with =
+      VlanMap::create(std::vector<const VlanConfig*>{&none, &vlan5, &none}, &error);
+  REQUIRE(with);
+  fx.bridge->use_vlans(0, fx.bridge->publish_vlans(std::move(*with)));
+  fx.bridge->retire_vlans();
+  fx.send(0, frame(kBroadcast, a));
+  CHECK(fx.take_counts() == Counts{0, 0, 1});
+}
+
 TEST_CASE("bridge: runt frames are dropped as no_route") {
   BridgeFixture fx({unaware(), unaware()});
   std::vector<uint8_t> runt = frame(host(2), host(1));

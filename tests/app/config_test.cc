@@ -747,5 +747,57 @@ TEST_CASE("format_plan says when zero-copy has no copy fallback") {
   CHECK(text.find("zerocopy from 256 bytes, no copy fallback\n") != text.npos);
 }
 
+TEST_CASE("a port mapping given at run time is read as a ports[] entry, against the running ports") {
+  const Config running = parse_ok(R"(version: 1
+ports:
+  - {name: vm0, type: vhost, socket: /tmp/vm0.sock}
+  - {name: nic, type: ethdev, device: "net_null0"}
+forwarding: {mode: bridge}
+)");
+  std::string error;
+  std::optional<PortConfig> port = parse_port(
+      running, "{name: vm1, type: vhost, socket: /tmp//vm1.sock, queues: 2, vlan: {mode: access, "
+               "vlan: 7}, weight: {packets: 16}}",
+      "add-port", &error);
+  INFO(error);
+  REQUIRE(port);
+  CHECK(port->name == "vm1");
+  CHECK(port->socket == "/tmp/vm1.sock");
+  CHECK(port->queues == 2);
+  CHECK(port->vlan.mode == VlanMode::kAccess);
+  CHECK(port->weight.packets == 16);
+  CHECK(port->weight.bytes == kDefaultByteWeight);
+
+  auto error_of = [&](const std::string& text) {
+    std::string e;
+    return parse_port(running, text, "add-port", &e) ? std::string("(loaded)") : e;
+  };
+  CHECK(error_of("{name: vm0, type: vhost, socket: /tmp/x.sock}") ==
+        "add-port:1:8: port.name: duplicate port name \"vm0\" (also ports[0])");
+  CHECK(error_of("{name: x, type: vhost, socket: /tmp/vm0.sock}") ==
+        "add-port:1:32: port.socket: duplicate socket \"/tmp/vm0.sock\" (also ports[0].socket)");
+  CHECK(error_of("{name: n2, type: ethdev, device: \"net_null0,size=64\"}") ==
+        "add-port:1:34: port.device: device \"net_null0\" is already ports[1]");
+  CHECK(error_of("{name: x, type: vhost, socket: /tmp/x.sock, queues: 0}") ==
+        "add-port:1:53: port.queues: must be 1..128, got 0");
+  CHECK(error_of("{name: x, type: vhost, socket: /tmp/x.sock, device: d}") ==
+        "add-port:1:45: port.device: only for ethdev ports");
+  CHECK(error_of("[vm9]") == "add-port:1:1: port: expected a mapping, got a sequence");
+  const std::string yaml_error = error_of("{name: x");
+  INFO(yaml_error);
+  CHECK(yaml_error.rfind("add-port:", 0) == 0);
+  CHECK(yaml_error.find(": invalid YAML: ") != std::string::npos);
+
+  Config xconnect = parse_ok(R"(version: 1
+ports:
+  - {name: a, type: ethdev, device: net_null0}
+  - {name: b, type: ethdev, device: net_null1}
+forwarding: {mode: xconnect, pairs: [[a, b]]}
+)");
+  CHECK(parse_port(xconnect, "{name: c, type: ethdev, device: net_null2, vlan: {mode: access}}",
+                   "add-port", &error) == std::nullopt);
+  CHECK(error == "add-port:1:44: port.vlan: only in bridge mode (forwarding.mode is xconnect)");
+}
+
 }  // namespace
 }  // namespace vqs::app

@@ -125,6 +125,56 @@ grep -q "no bridge" "$work/err" || fail "fdb-show in xconnect mode: $(cat "$work
 [ $? -eq 2 ] || fail "no switch at the socket: exit status, want 2"
 "$ctl" -s "$sock" help | grep -q 'rxq-show' || fail "help does not list rxq-show"
 
+# Runtime ports in xconnect mode: n2 alone, n3 paired with it (--peer); n2 deleted leaves n3
+# unrouted; add-pair pairs n3 with a new n4. The devices are probed and detached at run time.
+stat_of() {  # PORT KEY: a number from stats PORT --json
+  "$ctl" -s "$sock" stats "$1" --json | python3 -c "import json, sys
+p = json.load(sys.stdin)['ports'][0]
+print(p['drops_by_reason']['$2'] if '$2' == 'no_route' else p['$2'])"
+}
+"$ctl" -s "$sock" add-port '{name: n2, type: ethdev, device: net_null2}' --json >"$work/add.json" ||
+  fail "add-port n2: $(cat "$work/add.json")"
+check "add-port --json: the port and where its queue is polled" \
+  'j["added"] == "n2" and j["type"] == "ethdev" and j["rx"] == [{"queue": 0, "lcore": 1}]' \
+  <"$work/add.json"
+out=$("$ctl" -s "$sock" add-port '{name: n3, type: ethdev, device: net_null3}' --peer n2)
+[ "$out" = "added n3 (ethdev), paired with n2, rx queue 0 on lcore 1" ] || fail "add-port n3: '$out'"
+sleep 0.5
+[ "$(stat_of n3 tx_packets)" -gt 0 ] && [ "$(stat_of n2 tx_packets)" -gt 0 ] ||
+  fail "n2 and n3 do not forward to each other"
+"$ctl" -s "$sock" del-port n2 --json >"$work/del.json" || fail "del-port n2: $(cat "$work/del.json")"
+check "del-port --json: the port's final counters" \
+  'j["deleted"] == "n2" and j["final"]["name"] == "n2" and j["final"]["rx_packets"] > 0' \
+  <"$work/del.json"
+before=$(stat_of n3 no_route)
+sleep 0.3
+[ "$(stat_of n3 no_route)" -gt "$before" ] || fail "n3 without its peer: no no_route drops"
+"$ctl" -s "$sock" add-port '{name: n4, type: ethdev, device: net_null4}' >/dev/null ||
+  fail "add-port n4"
+"$ctl" -s "$sock" add-pair n3 n4 --json >"$work/pair.json" || fail "add-pair: $(cat "$work/pair.json")"
+check "add-pair --json" 'j["paired"] == ["n3", "n4"]' <"$work/pair.json"
+before=$(stat_of n4 tx_packets)
+sleep 0.3
+[ "$(stat_of n4 tx_packets)" -gt "$before" ] || fail "n4 gets nothing from n3 after add-pair"
+expect_error "add-pair: n3 is paired with n4" add-pair n3 n4
+expect_error "add-port: --peer: n0 is paired with n1" add-port '{name: n5, type: ethdev, device: net_null5}' --peer n0
+# n4 took n2's index: n0 n1 n4 n3, as show lists them.
+expect_error 'add-port: add-port:1:34: port.device: device "net_null3" is already ports[3]' \
+  add-port '{name: n5, type: ethdev, device: net_null3}'
+err=$("$ctl" -s "$sock" add-port '{name: n5, type: ethdev, device: net_nosuch5}' 2>&1)
+[[ "$err" == "vqswitchctl: add-port: n5: device net_nosuch5: probe failed"* ]] ||
+  fail "add-port of a device that does not probe: '$err'"
+"$ctl" -s "$sock" del-port n3 >/dev/null || fail "del-port n3"
+"$ctl" -s "$sock" del-port n4 >/dev/null || fail "del-port n4"
+"$ctl" -s "$sock" add-port '{name: n2, type: ethdev, device: net_null2}' --peer n9 2>/dev/null &&
+  fail "add-port --peer with an unknown port accepted"
+"$ctl" -s "$sock" add-port '{name: n2, type: ethdev, device: net_null2}' >/dev/null ||
+  fail "add-port n2 again (its device detached by del-port)"
+"$ctl" -s "$sock" del-port n2 >/dev/null || fail "del-port n2 again"
+"$ctl" -s "$sock" show --json >"$work/show.json"
+check "show after the runtime ports: n0 and n1" '[p["name"] for p in j["ports"]] == ["n0", "n1"]' \
+  <"$work/show.json"
+
 # A request that never ends is cut off; the switch keeps answering.
 python3 -c 'import socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.send(b"show"); time.sleep(3)' "$sock" &

@@ -51,6 +51,8 @@ class FakePort final : public Port {
   std::vector<uint16_t> cleaned;
   std::deque<int> cleanup_results;
   int cleanup_result = 0;
+  // tx_housekeeping: its calls (it never leaves work deferred).
+  uint64_t housekeeping_calls = 0;
 
   // Port.
   bool is_guest() const override { return guest_; }
@@ -95,6 +97,10 @@ class FakePort final : public Port {
     return result;
   }
   bool needs_tcp_segmentation() const override { return !segments_tcp; }
+  bool tx_housekeeping(uint16_t, uint64_t) override {
+    ++housekeeping_calls;
+    return false;  // all done
+  }
   bool watch_rx_wake(uint16_t, int, bool, void*) override { return false; }
   bool arm_rx_wake(uint16_t, bool) override { return false; }
 

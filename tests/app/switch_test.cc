@@ -441,6 +441,18 @@ TEST_CASE("before sleeping an lcore frees what its NIC queues sent; it polls aga
   CHECK(c.tx_release_requests == 0);  // not a release request: counted apart
 }
 
+LcoreChange weight_change(uint16_t slot, Weight weight) {
+  LcoreChange change;
+  change.weights.emplace_back(slot, weight);
+  return change;
+}
+
+LcoreChange busy_poll_change(std::optional<uint32_t> us) {
+  LcoreChange change;
+  change.busy_poll_us = us;
+  return change;
+}
+
 TEST_CASE("a running lcore takes new weights and busy-poll from apply(), between two passes") {
   Pool pool;
   FakePort a("a", 0, 1, 1, true), b("b", 1, 1, 1, true);
@@ -456,23 +468,23 @@ TEST_CASE("a running lcore takes new weights and busy-poll from apply(), between
   LcoreLoop loop(1, 0, std::move(rx), TxBufferSet(std::move(outs), 32), &forwarding, std::nullopt,
                  32, &signals);
   // Not running: nothing takes the change yet; the loop applies it at its first pass.
-  CHECK_FALSE(loop.apply(LcoreChange{{{0, Weight{7, 700}}}, {}}, 20));
+  CHECK_FALSE(loop.apply(weight_change(0, Weight{7, 700}), 20));
   CHECK(loop.poller().slots()[0].weight.packets == kDefaultPacketWeight);
-  CHECK_FALSE(loop.apply(LcoreChange{{{0, Weight{8, 800}}}, {}}, 20));  // the first is pending
+  CHECK_FALSE(loop.apply(weight_change(0, Weight{8, 800}), 20));  // the first is pending
 
   std::atomic<bool> stop{false};
   std::thread runner([&] { loop.run(stop); });
-  REQUIRE(loop.apply(LcoreChange{{{1, Weight{7, 700}}}, {}}, 2000));
+  REQUIRE(loop.apply(weight_change(1, Weight{7, 700}), 2000));
   CHECK(loop.poller().slots()[1].weight.packets == 7);
   CHECK(loop.poller().slots()[1].weight.bytes == 700);
   CHECK(loop.poller().slots()[0].weight.packets == 7);  // the change made before it ran
   // Polling always until told to sleep after 100 us idle; then it sleeps (neither fake port can
   // wake it: a millisecond at a time), and stops sleeping once told to poll always again.
   CHECK(loop.counters().sleeps == 0);
-  REQUIRE(loop.apply(LcoreChange{{}, std::optional<uint32_t>(100)}, 2000));
+  REQUIRE(loop.apply(busy_poll_change(std::optional<uint32_t>(100)), 2000));
   CHECK(loop.busy_poll_us() == std::optional<uint32_t>(100));
   while (loop.counters().sleeps < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  REQUIRE(loop.apply(LcoreChange{{}, std::optional<uint32_t>()}, 2000));
+  REQUIRE(loop.apply(busy_poll_change(std::optional<uint32_t>()), 2000));
   CHECK_FALSE(loop.busy_poll_us());
   const uint64_t sleeps = loop.counters().sleeps;
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -490,6 +502,101 @@ TEST_CASE("a running lcore takes new weights and busy-poll from apply(), between
   a.free_sent();
   CHECK(loop.poll_once(rte_rdtsc()) == 6);
   a.free_sent();
+}
+
+TEST_CASE("a running lcore takes a port added and then removed, between two passes") {
+  Pool pool;
+  const unsigned full = pool.available();
+  {
+    FakePort a("a", 0, 1, 1, true), b("b", 1, 1, 1, true), c("c", 2, 2, 1, true);
+    Forwarding ab;
+    ab.xconnect_peer = {1, 0};
+    std::vector<RxSlot> rx(2);
+    rx[0].port = &a;
+    rx[1].port = &b;
+    std::vector<TxBufferSet::Output> outs(2);
+    outs[0].port = &a;
+    outs[1].port = &b;
+    LcoreSignals signals;
+    LcoreLoop loop(1, 0, std::move(rx), TxBufferSet(std::move(outs), 32), &ab, std::nullopt, 32,
+                   &signals);
+    std::atomic<bool> stop{false};
+    auto run = [&] { return std::thread([&] { loop.run(stop); }); };
+    auto halt = [&](std::thread& t) {
+      stop.store(true);
+      loop.wake();
+      t.join();
+      stop.store(false);
+    };
+
+    // c joins: an output, a table pairing it with a (b left alone), and its two rx queues.
+    Forwarding ac;
+    ac.xconnect_peer = {2, -1, 0};
+    std::thread runner = run();
+    LcoreChange join;
+    TxBufferSet::Output to_c;
+    to_c.port = &c;
+    join.add_outputs.emplace_back(2, to_c);
+    join.forwarding = &ac;
+    for (uint16_t q = 0; q < 2; ++q) {
+      RxSlot slot;
+      slot.port = &c;
+      slot.queue = q;
+      join.add_rx.push_back(slot);
+    }
+    REQUIRE(loop.apply(std::move(join), 2000));
+    halt(runner);
+    REQUIRE(loop.poller().slots().size() == 4);
+    for (int i = 0; i < 5; ++i) a.inject(0, pool.packet(64, 0xa));
+    for (int i = 0; i < 3; ++i) b.inject(0, pool.packet(64, 0xb));
+    c.inject(0, pool.packet(64, 0xc));
+    c.inject(1, pool.packet(64, 0xc));
+    CHECK(loop.poll_once(rte_rdtsc()) == 10);
+    CHECK(c.sent(0).size() == 5);
+    CHECK(a.sent(0).size() == 2);
+    CHECK(b.rx_counters(0).drops[static_cast<int>(SwitchDrop::kNoRoute)] == 3);
+
+    // c leaves: its queues are not polled and nothing is sent to it; a and b pair again.
+    runner = run();
+    LcoreChange leave;
+    leave.stop_polling = 2;
+    leave.drop_output = 2;
+    leave.forwarding = &ab;
+    REQUIRE(loop.apply(std::move(leave), 2000));
+    halt(runner);
+    CHECK(loop.poller().slots().size() == 2);
+    c.inject(0, pool.packet(64, 0xc));
+    a.inject(0, pool.packet(64, 0xa));
+    CHECK(loop.poll_once(rte_rdtsc()) == 1);
+    CHECK(b.sent(0).size() == 1);
+    CHECK(c.sent(0).size() == 5);  // as before
+    a.free_sent();
+    b.free_sent();
+    c.free_sent();
+  }
+  CHECK(pool.available() == full);
+}
+
+TEST_CASE("tx buffers: an output added past the end and removed with work deferred") {
+  Pool pool;
+  FakePort a("a", 0, 1, 1, true), z("z", 5, 1, 1, true);
+  TxBufferSet tx = one_output(&a);
+  TxBufferSet::Output out;
+  out.port = &z;
+  out.housekeeping = true;
+  tx.set_output(5, out);
+  CHECK(tx.port_count() == 6);
+  CHECK(tx.port(3) == nullptr);
+  tx.push(5, pool.packet(64));
+  tx.flush();
+  CHECK(z.sent(0).size() == 1);
+  tx.remove_output(5);  // sends the deferred work now
+  CHECK(z.housekeeping_calls == 1);
+  CHECK(tx.port(5) == nullptr);
+  tx.housekeeping(rte_rdtsc());  // z is no longer visited
+  CHECK(z.housekeeping_calls == 1);
+  (void)tx.release_sent();  // skips the holes
+  z.free_sent();
 }
 
 TEST_CASE("a guest queue at its zero-copy limit has the lcore's NIC queues free what they sent") {

@@ -76,29 +76,43 @@ std::unique_ptr<L2Bridge> L2Bridge::create(const std::vector<VlanConfig>& port_v
 
 L2Bridge::L2Bridge(VlanMap vlans, std::unique_ptr<MacTable> table, uint32_t aging_s,
                    uint16_t lcores)
-    : vlans_(std::move(vlans)),
-      table_(std::move(table)),
+    : table_(std::move(table)),
       aging_tsc_(static_cast<uint64_t>(aging_s) * rte_get_tsc_hz()),
       slots_(std::make_unique<SlotCounters[]>(lcores)),
-      slot_count_(lcores) {}
+      slot_count_(lcores) {
+  const VlanMap* first = publish_vlans(std::move(vlans));
+  for (uint16_t i = 0; i < lcores; ++i) slots_[i].vlans = first;
+}
+
+const VlanMap* L2Bridge::publish_vlans(VlanMap vlans) {
+  vlan_maps_.push_back(std::make_unique<const VlanMap>(std::move(vlans)));
+  return vlan_maps_.back().get();
+}
+
+void L2Bridge::retire_vlans() {
+  if (vlan_maps_.size() > 1) vlan_maps_.erase(vlan_maps_.begin(), vlan_maps_.end() - 1);
+}
+
+uint64_t L2Bridge::flush_port(uint16_t port) { return table_->remove_port(port); }
 
 L2Bridge::~L2Bridge() = default;
 
 void L2Bridge::forward(uint16_t slot, uint16_t in_port, rte_mbuf** pkts, uint16_t count,
                        uint64_t now_tsc, TxBufferSet& out, PortQueueCounters& in_counters) {
   table_->enter(slot);
+  const VlanMap& vlans = *slots_[slot].vlans;
   for (uint16_t done = 0; done < count; done += kChunk) {
-    forward_chunk(slot, in_port, pkts + done, std::min<uint16_t>(kChunk, count - done), now_tsc,
+    forward_chunk(vlans, slot, in_port, pkts + done, std::min<uint16_t>(kChunk, count - done), now_tsc,
                   out, in_counters);
   }
 }
 
-__rte_always_inline void L2Bridge::classify(uint16_t in_port, rte_mbuf** pkts, uint16_t count,
+__rte_always_inline void L2Bridge::classify(const VlanMap& vlans, uint16_t in_port, rte_mbuf** pkts, uint16_t count,
                                             Chunk& chunk) {
   for (uint16_t i = 0; i < count; ++i) {
     Packet& p = chunk.packets[chunk.n];
     p.m = pkts[i];
-    const VlanVerdict verdict = vlans_.classify(in_port, p.m, &p.in);
+    const VlanVerdict verdict = vlans.classify(in_port, p.m, &p.in);
     if (verdict != VlanVerdict::kOk) {
       (verdict == VlanVerdict::kFiltered ? chunk.filtered : chunk.no_route)++;
       chunk.drop(p.m);
@@ -160,7 +174,7 @@ __rte_always_inline void L2Bridge::learn_sources(uint16_t slot, uint16_t in_port
   bump(counters.table_full, full);
 }
 
-__rte_always_inline void L2Bridge::send(uint16_t slot, uint16_t in_port, Chunk& chunk,
+__rte_always_inline void L2Bridge::send(const VlanMap& vlans, uint16_t slot, uint16_t in_port, Chunk& chunk,
                                         TxBufferSet& out, PortQueueCounters& in_counters) {
   uint64_t flooded = 0;
   for (uint16_t i = 0; i < chunk.n; ++i) {
@@ -169,7 +183,7 @@ __rte_always_inline void L2Bridge::send(uint16_t slot, uint16_t in_port, Chunk& 
     if (p.dst_index != kNoKeyIndex && chunk.positions[p.dst_index] >= 0)
       port = table_->port(chunk.positions[p.dst_index], p.dst_key);
     if (port < 0) {  // broadcast, multicast, unknown unicast
-      if (flood(p, in_port, out, in_counters)) {
+      if (flood(vlans, p, in_port, out, in_counters)) {
         ++flooded;
       } else {
         ++chunk.no_route;
@@ -179,28 +193,28 @@ __rte_always_inline void L2Bridge::send(uint16_t slot, uint16_t in_port, Chunk& 
       ++chunk.no_route;
       chunk.drop(p.m);
     } else {
-      unicast(p, static_cast<uint16_t>(port), out, in_counters);
+      unicast(vlans, p, static_cast<uint16_t>(port), out, in_counters);
     }
   }
   bump(slots_[slot].flooded, flooded);
 }
 
-void L2Bridge::forward_chunk(uint16_t slot, uint16_t in_port, rte_mbuf** pkts, uint16_t count,
+void L2Bridge::forward_chunk(const VlanMap& vlans, uint16_t slot, uint16_t in_port, rte_mbuf** pkts, uint16_t count,
                              uint64_t now_tsc, TxBufferSet& out, PortQueueCounters& in_counters) {
   Chunk chunk;
-  classify(in_port, pkts, count, chunk);
+  classify(vlans, in_port, pkts, count, chunk);
   if (chunk.n_keys > 0) table_->lookup(chunk.keys, chunk.n_keys, chunk.positions);
   // Learning before forwarding: a packet's source may be the next one's destination.
   learn_sources(slot, in_port, now_tsc, chunk);
-  send(slot, in_port, chunk, out, in_counters);
+  send(vlans, slot, in_port, chunk, out, in_counters);
   if (chunk.n_dropped > 0) rte_pktmbuf_free_bulk(chunk.dropped, chunk.n_dropped);
   if (chunk.filtered != 0) in_counters.count_drop(SwitchDrop::kVlanFiltered, chunk.filtered);
   if (chunk.no_route != 0) in_counters.count_drop(SwitchDrop::kNoRoute, chunk.no_route);
 }
 
-void L2Bridge::unicast(const Packet& p, uint16_t port, TxBufferSet& out,
+void L2Bridge::unicast(const VlanMap& vlans, const Packet& p, uint16_t port, TxBufferSet& out,
                        PortQueueCounters& in_counters) {
-  const TagForm want = vlans_.egress_form(port, p.in);
+  const TagForm want = vlans.egress_form(port, p.in);
   rte_mbuf* m = want == p.in.have ? p.m : reshaped(p.m, p.in.have, want, true);
   if (m == nullptr) {
     in_counters.count_drop(SwitchDrop::kMbufExhausted);
@@ -209,16 +223,16 @@ void L2Bridge::unicast(const Packet& p, uint16_t port, TxBufferSet& out,
   out.push(port, m);
 }
 
-bool L2Bridge::flood(const Packet& p, uint16_t in_port, TxBufferSet& out,
+bool L2Bridge::flood(const VlanMap& vlans, const Packet& p, uint16_t in_port, TxBufferSet& out,
                      PortQueueCounters& in_counters) {
   // The outputs of one packet want at most two forms: untagged, and one tag (the VLAN's, with
   // the ingress PCP/DEI; or, between VLAN-unaware ports, the frame as it came).
-  const std::span<const uint16_t> members = vlans_.members(p.in.vlan);
+  const std::span<const uint16_t> members = vlans.members(p.in.vlan);
   uint32_t wanting[2] = {0, 0};
   TagForm form[2] = {kUntagged, kUntagged};
   for (uint16_t port : members) {
     if (port == in_port) continue;
-    const TagForm f = vlans_.egress_form(port, p.in);
+    const TagForm f = vlans.egress_form(port, p.in);
     const int k = f != kUntagged;
     form[k] = f;
     ++wanting[k];
@@ -252,7 +266,7 @@ bool L2Bridge::flood(const Packet& p, uint16_t in_port, TxBufferSet& out,
   }
   for (uint16_t port : members) {
     if (port == in_port) continue;
-    rte_mbuf* m = frame[vlans_.egress_form(port, p.in) != kUntagged];
+    rte_mbuf* m = frame[vlans.egress_form(port, p.in) != kUntagged];
     if (m != nullptr) out.push(port, m);
   }
   return true;

@@ -56,6 +56,16 @@ class L2Bridge {
   void age(uint64_t now_tsc);
   // Control thread: empties the MAC table; returns the entries removed.
   uint64_t flush() { return table_->flush(); }
+  // Control thread: removes the entries that point at `port`; returns how many. Once no lcore
+  // receives from the port (nothing learns it again), and before its output goes.
+  uint64_t flush_port(uint16_t port);
+
+  // Ports added or removed at run time (docs/architecture.md, "Runtime ports"). The control
+  // thread publishes a new VLAN map (the bridge keeps it), each lcore takes it between two
+  // passes (use_vlans), and once every lcore has, retire_vlans frees the older maps.
+  const VlanMap* publish_vlans(VlanMap vlans);
+  void use_vlans(uint16_t slot, const VlanMap* vlans) { slots_[slot].vlans = vlans; }
+  void retire_vlans();
   // Control thread: `visit(key, port, seen_tsc)` for each entry (key: MacTable::key).
   void for_each_entry(const std::function<void(uint64_t, uint16_t, uint64_t)>& visit) const {
     table_->for_each(visit);
@@ -70,6 +80,7 @@ class L2Bridge {
     std::atomic<uint64_t> moved{0};
     std::atomic<uint64_t> table_full{0};
     std::atomic<uint64_t> flooded{0};
+    const VlanMap* vlans = nullptr;  // the map this lcore forwards by
   };
   struct Packet;  // a frame of the burst being forwarded
   struct Chunk;   // the frames of one table lookup, those dropped, and the lookup
@@ -77,18 +88,18 @@ class L2Bridge {
   L2Bridge(VlanMap vlans, std::unique_ptr<MacTable> table, uint32_t aging_s, uint16_t lcores);
 
   // forward_chunk's steps: ingress VLAN and lookup keys, learning the sources, then output.
-  void forward_chunk(uint16_t slot, uint16_t in_port, rte_mbuf** pkts, uint16_t count,
+  void forward_chunk(const VlanMap& vlans, uint16_t slot, uint16_t in_port, rte_mbuf** pkts, uint16_t count,
                      uint64_t now_tsc, TxBufferSet& out, PortQueueCounters& in_counters);
-  void classify(uint16_t in_port, rte_mbuf** pkts, uint16_t count, Chunk& chunk);
+  void classify(const VlanMap& vlans, uint16_t in_port, rte_mbuf** pkts, uint16_t count, Chunk& chunk);
   void learn_sources(uint16_t slot, uint16_t in_port, uint64_t now_tsc, const Chunk& chunk);
-  void send(uint16_t slot, uint16_t in_port, Chunk& chunk, TxBufferSet& out,
+  void send(const VlanMap& vlans, uint16_t slot, uint16_t in_port, Chunk& chunk, TxBufferSet& out,
             PortQueueCounters& in_counters);
   // Sends `p` to `port` in the form the port needs (or drops it, counted).
-  void unicast(const Packet& p, uint16_t port, TxBufferSet& out, PortQueueCounters& in_counters);
+  void unicast(const VlanMap& vlans, const Packet& p, uint16_t port, TxBufferSet& out, PortQueueCounters& in_counters);
   // Sends `p` to every other port of its VLAN; false when there was none.
-  bool flood(const Packet& p, uint16_t in_port, TxBufferSet& out, PortQueueCounters& in_counters);
+  bool flood(const VlanMap& vlans, const Packet& p, uint16_t in_port, TxBufferSet& out, PortQueueCounters& in_counters);
 
-  const VlanMap vlans_;
+  std::vector<std::unique_ptr<const VlanMap>> vlan_maps_;  // the latest last
   const std::unique_ptr<MacTable> table_;
   const uint64_t aging_tsc_;  // 0: never
   std::unique_ptr<SlotCounters[]> slots_;

@@ -116,6 +116,10 @@ uint64_t MacTable::flush() {
   return remove_if([](const Entry&) { return true; });
 }
 
+uint64_t MacTable::remove_port(uint16_t port) {
+  return remove_if([port](const Entry& e) { return e.port.load(std::memory_order_relaxed) == port; });
+}
+
 void MacTable::for_each_filled(const std::function<void(uint64_t, Entry&)>& visit) const {
   const void* key_ptr;
   void* data;

@@ -97,6 +97,8 @@ class MacTable {
   uint64_t age(uint64_t now_tsc, uint64_t max_idle_tsc);
   // Deletes every key; returns how many.
   uint64_t flush();
+  // Deletes the keys whose port is `port`; returns how many.
+  uint64_t remove_port(uint16_t port);
   // Calls `visit(key, port, seen_tsc)` for each key filled in.
   void for_each(const std::function<void(uint64_t, uint16_t, uint64_t)>& visit) const;
   // Keys in the table now (deleted ones awaiting their grace period not included).

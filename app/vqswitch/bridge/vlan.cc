@@ -56,6 +56,13 @@ bool retag(rte_mbuf* m, TagForm have, TagForm want) {
 }
 
 std::optional<VlanMap> VlanMap::create(const std::vector<VlanConfig>& ports, std::string* error) {
+  std::vector<const VlanConfig*> present;
+  for (const VlanConfig& c : ports) present.push_back(&c);
+  return create(present, error);
+}
+
+std::optional<VlanMap> VlanMap::create(const std::vector<const VlanConfig*>& ports,
+                                       std::string* error) {
   if (ports.size() > UINT16_MAX) {
     *error = "bridge: too many ports";
     return std::nullopt;
@@ -64,8 +71,12 @@ std::optional<VlanMap> VlanMap::create(const std::vector<VlanConfig>& ports, std
   VlanMap map;
   map.ports_.resize(ports.size());
   for (size_t i = 0; i < ports.size(); ++i) {
-    const VlanConfig& c = ports[i];
     Port& p = map.ports_[i];
+    if (ports[i] == nullptr) {
+      p.present = false;  // in no flood list
+      continue;
+    }
+    const VlanConfig& c = *ports[i];
     p.mode = c.mode;
     const std::string where = "bridge: port " + std::to_string(i) + ": ";
     switch (c.mode) {
@@ -105,6 +116,7 @@ std::optional<VlanMap> VlanMap::create(const std::vector<VlanConfig>& ports, std
     map.member_begin_[v] = static_cast<uint32_t>(map.members_.size());
     for (size_t i = 0; i < map.ports_.size(); ++i) {
       const Port& p = map.ports_[i];
+      if (!p.present) continue;
       const bool member = v == kVlanUnaware ? p.mode == VlanMode::kNone
                                             : (p.mode == VlanMode::kAccess && p.access_vlan == v) ||
                                                   (p.mode == VlanMode::kTrunk &&

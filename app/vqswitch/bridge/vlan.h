@@ -53,6 +53,10 @@ class VlanMap {
  public:
   // `ports` indexed by port index. nullopt with `error` when a VLAN id is out of range.
   static std::optional<VlanMap> create(const std::vector<VlanConfig>& ports, std::string* error);
+  // The same with gaps: nullptr where no port is (an index freed by del-port), a member of no
+  // VLAN.
+  static std::optional<VlanMap> create(const std::vector<const VlanConfig*>& ports,
+                                       std::string* error);
 
   uint16_t port_count() const { return static_cast<uint16_t>(ports_.size()); }
 
@@ -126,6 +130,7 @@ class VlanMap {
 
  private:
   struct Port {
+    bool present = true;
     VlanMode mode = VlanMode::kNone;
     uint16_t access_vlan = 0;
     uint16_t native_vlan = 0;  // trunk: 0 = untagged frames dropped

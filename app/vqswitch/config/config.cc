@@ -77,6 +77,9 @@ class Loader : public YamlReader {
 
   // `empty`: the text has no document at all (only blanks and comments).
   void load(const YAML::Node& root, bool empty);
+  // One port mapping, read as a ports[] entry (named `key` in messages) against the ports
+  // already in the config; appended to them.
+  void load_port(const YAML::Node& root, const std::string& key);
 
  private:
   void read_eal(const Value& v);
@@ -199,6 +202,13 @@ void Loader::load(const YAML::Node& root, bool empty) {
     if (const Value* v = f.find("mac_table_size")) fw.mac_table_size = read_int(*v, 16, 1 << 20);
     if (const Value* v = f.find("mac_aging_s")) fw.mac_aging_s = read_int(*v, 0, 86400);
   }
+}
+
+void Loader::load_port(const YAML::Node& root, const std::string& key) {
+  Value port = visit(root, key, {1, 1});
+  if (config_.ports.size() >= kMaxPorts)
+    fail(port, "the switch has " + std::to_string(kMaxPorts) + " ports, the most it takes");
+  read_port(port);
 }
 
 void Loader::read_eal(const Value& v) {
@@ -601,6 +611,27 @@ std::optional<Config> parse_config(const std::string& text, const std::string& f
   // Placement errors (lcores, queues) come from the planner, positioned through config.positions.
   if (!make_plan(config, error)) return std::nullopt;
   return config;
+}
+
+std::optional<PortConfig> parse_port(const Config& running, const std::string& text,
+                                     const std::string& source, std::string* error) {
+  Config config = running;
+  config.file = source;
+  config.positions.clear();
+  try {
+    const YAML::Node root = YAML::Load(text);
+    Loader loader(&config);
+    loader.load_port(root, "port");
+  } catch (const YamlError& e) {
+    *error = format_error(source, e.pos, e.key, e.message);
+    return std::nullopt;
+  } catch (const YAML::Exception& e) {
+    *error = format_error(source, pos_of(e.mark), "", "invalid YAML: " + e.msg);
+    return std::nullopt;
+  }
+  PortConfig port = std::move(config.ports.back());
+  port.line = 0;  // not in the file
+  return port;
 }
 
 std::optional<Config> load_config(const std::string& path, std::string* error) {

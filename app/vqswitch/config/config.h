@@ -172,4 +172,10 @@ std::optional<Config> load_config(const std::string& path, std::string* error);
 std::optional<Config> parse_config(const std::string& text, const std::string& file,
                                    std::string* error);
 
+// A port mapping given at run time (vqswitchctl add-port), read by the code that reads the file's
+// ports[] entries, against the ports of `running` (a name, socket or device taken is an error).
+// nullopt with `error` "SOURCE:LINE:COLUMN: port.KEY: what is wrong".
+std::optional<PortConfig> parse_port(const Config& running, const std::string& text,
+                                     const std::string& source, std::string* error);
+
 }  // namespace vqs::app

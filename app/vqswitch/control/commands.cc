@@ -86,6 +86,11 @@ std::string ControlCommands::usage() {
          "  set-weight PORT[:QUEUE] [packets=N] [bytes=N]  an rx queue's weights (every queue of\n"
          "                       PORT without :QUEUE), from its next visit\n"
          "  set-busy-poll LCORE US|off  idle this long before sleeping; off: poll always\n"
+         "  add-port MAPPING [--peer PORT]  a port, MAPPING as a ports[] entry of the "
+         "configuration\n"
+         "                       (YAML flow style); xconnect: --peer pairs it with PORT\n"
+         "  del-port PORT        take PORT out of forwarding and remove it\n"
+         "  add-pair PORT PORT   xconnect: pair two ports that have no peer\n"
          "  help                 this list\n";
 }
 
@@ -109,6 +114,15 @@ ControlReply ControlCommands::run(const std::vector<std::string>& args) {
     return ControlReply{true, json ? j.dump(2) + "\n" : text(j)};
   };
   if (clear && command != "stats") return fail(command + ": unknown option --clear");
+  if (command == "add-port" || command == "del-port" || command == "add-pair") {
+    std::string error;
+    const std::vector<std::string> rest(words.begin() + 1, words.end());
+    const std::optional<Json> j = command == "add-port"   ? add_port(rest, &error)
+                                  : command == "del-port" ? del_port(rest, &error)
+                                                          : add_pair(rest, &error);
+    if (!j) return fail(command + ": " + error);
+    return reply(*j, topology_text);
+  }
   const size_t max_operands = command == "stats"           ? 1
                               : command == "set-weight"    ? 3
                               : command == "set-busy-poll" ? 2
@@ -149,7 +163,8 @@ Json ControlCommands::show() const {
   Json j;
   Json ports = Json::array();
   for (const auto& port : switch_.ports()) {
-    const PortConfig& pc = switch_.config().ports[port->index()];
+    if (port == nullptr) continue;
+    const PortConfig& pc = switch_.port_config(port->index());
     Json p;
     p["name"] = port->name();
     p["type"] = port_type_name(pc.type);
@@ -186,6 +201,10 @@ Json ControlCommands::show() const {
     lcores.push_back(std::move(l));
   }
   j["lcores"] = std::move(lcores);
+  Json mbufs;
+  mbufs["size"] = switch_.pool()->size;
+  mbufs["available"] = rte_mempool_avail_count(switch_.pool());  // the lcores' caches included
+  j["mbufs"] = std::move(mbufs);
   return j;
 }
 
@@ -229,7 +248,7 @@ Json ControlCommands::rxq_show() const {
     const auto& slots = loop.poller().slots();
     for (size_t s = 0; s < slots.size(); ++s) {
       const RxSlot& slot = slots[s];
-      const LoadSampler::Load q = load_.queue(i, s);
+      const LoadSampler::Load q = load_.queue(i, slot);
       Json r;
       r["port"] = slot.port->name();
       r["queue"] = slot.queue;
@@ -288,7 +307,7 @@ std::optional<Json> ControlCommands::stats(const std::string& name, bool clear,
   Json list = Json::array();
   bool found = false;
   for (uint16_t i = 0; i < ports.size(); ++i) {
-    if (!name.empty() && ports[i]->name() != name) continue;
+    if (ports[i] == nullptr || (!name.empty() && ports[i]->name() != name)) continue;
     found = true;
     Json now = port_stats(i);
     if (clear) {
@@ -319,7 +338,8 @@ Json ControlCommands::fdb_show() const {
     Json e;
     e["mac"] = mac_text(key);
     e["vlan"] = static_cast<unsigned>(key >> 48);
-    e["port"] = port < switch_.ports().size() ? switch_.ports()[port]->name() : "?";
+    const auto& ports = switch_.ports();
+    e["port"] = port < ports.size() && ports[port] != nullptr ? ports[port]->name() : "?";
     e["age_s"] = now > seen_tsc ? (now - seen_tsc) / hz : 0;
     entries.push_back(std::move(e));
   });
@@ -351,14 +371,14 @@ std::optional<Json> ControlCommands::set_weight(const std::vector<std::string>& 
     queue = static_cast<uint16_t>(number);
     name.resize(colon);
   }
-  const Config& config = switch_.config();
-  const int port = config.port_index(name);
+  const int port = switch_.port_index(name);
   if (port < 0) {
     *error = "no port named '" + name + "'";
     return std::nullopt;
   }
-  if (queue && *queue >= config.ports[port].queues) {
-    *error = name + " has rx queues 0.." + std::to_string(config.ports[port].queues - 1);
+  const uint16_t queues = switch_.port_config(static_cast<uint16_t>(port)).queues;
+  if (queue && *queue >= queues) {
+    *error = name + " has rx queues 0.." + std::to_string(queues - 1);
     return std::nullopt;
   }
   std::optional<uint32_t> packets, bytes;
@@ -486,6 +506,8 @@ std::string show_text(const Json& j) {
     for (const Json& q : l["rx"]) out += cat({" ", q.get<std::string>()});
     out += "\n";
   }
+  out += format("mbufs %u, %u available\n", j["mbufs"]["size"].get<unsigned>(),
+                j["mbufs"]["available"].get<unsigned>());
   return out;
 }
 
@@ -543,6 +565,100 @@ std::string fdb_show_text(const Json& j) {
                   e["vlan"].get<unsigned>(), e["port"].get<std::string>().c_str(),
                   e["age_s"].get<uint64_t>());
   return out;
+}
+
+std::optional<Json> ControlCommands::add_port(const std::vector<std::string>& operands,
+                                              std::string* error) {
+  std::string mapping;
+  std::string peer;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (operands[i] == "--peer" && i + 1 < operands.size() && peer.empty()) {
+      peer = operands[++i];
+    } else if (mapping.empty() && operands[i] != "--peer") {
+      mapping = operands[i];
+    } else {
+      *error = "usage: add-port MAPPING [--peer PORT]";
+      return std::nullopt;
+    }
+  }
+  if (mapping.empty()) {
+    *error = "usage: add-port MAPPING [--peer PORT]";
+    return std::nullopt;
+  }
+  const std::optional<PortConfig> port =
+      parse_port(switch_.running_config(), mapping, "add-port", error);
+  if (!port) return std::nullopt;
+  const std::optional<uint16_t> index = switch_.add_port(*port, peer, error);
+  if (!index) return std::nullopt;
+  cleared_.clear();
+  Json j;
+  j["added"] = port->name;
+  j["type"] = port_type_name(port->type);
+  Json rx = Json::array();
+  for (const auto& loop : switch_.lcores())
+    for (const RxSlot& s : loop->poller().slots())
+      if (s.port->index() == *index) {
+        Json q;
+        q["queue"] = s.queue;
+        q["lcore"] = loop->lcore();
+        rx.push_back(std::move(q));
+      }
+  j["rx"] = std::move(rx);
+  if (!peer.empty()) j["peer"] = peer;
+  return j;
+}
+
+std::optional<Json> ControlCommands::del_port(const std::vector<std::string>& operands,
+                                              std::string* error) {
+  if (operands.size() != 1) {
+    *error = "usage: del-port PORT";
+    return std::nullopt;
+  }
+  const int index = switch_.port_index(operands[0]);
+  if (index < 0) {
+    *error = "no port named '" + operands[0] + "'";
+    return std::nullopt;
+  }
+  Json last;  // its counters once no lcore uses it, as stats shows them
+  if (!switch_.del_port(operands[0], [&](uint16_t i) { last = port_stats(i); }, error))
+    return std::nullopt;
+  cleared_.clear();
+  Json j;
+  j["deleted"] = operands[0];
+  j["final"] = std::move(last);
+  return j;
+}
+
+std::optional<Json> ControlCommands::add_pair(const std::vector<std::string>& operands,
+                                              std::string* error) {
+  if (operands.size() != 2) {
+    *error = "usage: add-pair PORT PORT";
+    return std::nullopt;
+  }
+  if (!switch_.add_pair(operands[0], operands[1], error)) return std::nullopt;
+  Json j;
+  j["paired"] = Json::array({operands[0], operands[1]});
+  return j;
+}
+
+std::string topology_text(const Json& j) {
+  if (j.contains("added")) {
+    std::string text = cat({"added ", j["added"].get<std::string>(), " (",
+                            j["type"].get<std::string>(), ")"});
+    if (j.contains("peer")) text += cat({", paired with ", j["peer"].get<std::string>()});
+    for (const Json& q : j["rx"])
+      text += format(", rx queue %u on lcore %u", q["queue"].get<unsigned>(),
+                     q["lcore"].get<unsigned>());
+    return text + "\n";
+  }
+  if (j.contains("deleted")) {
+    const Json& f = j["final"];
+    return format("deleted %s: rx %" PRIu64 " tx %" PRIu64 " drops %" PRIu64 " packets\n",
+                  j["deleted"].get<std::string>().c_str(), f["rx_packets"].get<uint64_t>(),
+                  f["tx_packets"].get<uint64_t>(), f["drops"].get<uint64_t>());
+  }
+  return cat({"paired ", j["paired"][0].get<std::string>(), " and ",
+              j["paired"][1].get<std::string>(), "\n"});
 }
 
 }  // namespace vqs::app

@@ -39,6 +39,11 @@ class ControlCommands {
   std::optional<Json> set_weight(const std::vector<std::string>& operands, std::string* error);
   std::optional<Json> set_busy_poll(const std::vector<std::string>& operands, std::string* error);
 
+  // add-port MAPPING [--peer PORT], del-port PORT, add-pair PORT PORT.
+  std::optional<Json> add_port(const std::vector<std::string>& operands, std::string* error);
+  std::optional<Json> del_port(const std::vector<std::string>& operands, std::string* error);
+  std::optional<Json> add_pair(const std::vector<std::string>& operands, std::string* error);
+
   Json port_stats(uint16_t port) const;
 
   Switch& switch_;
@@ -54,5 +59,6 @@ std::string stats_text(const nlohmann::ordered_json& j);
 std::string fdb_show_text(const nlohmann::ordered_json& j);
 std::string set_weight_text(const nlohmann::ordered_json& j);
 std::string set_busy_poll_text(const nlohmann::ordered_json& j);
+std::string topology_text(const nlohmann::ordered_json& j);
 
 }  // namespace vqs::app

@@ -28,15 +28,21 @@ class LoadSampler {
   void sample(uint64_t now_ms);
   // Over the last complete interval; zeros before the first one completes.
   Load lcore(size_t lcore_index) const;
-  Load queue(size_t lcore_index, size_t slot_index) const;
+  // `slot` polled by that lcore; zeros when it was not there at both ends of the interval.
+  Load queue(size_t lcore_index, const RxSlot& slot) const;
   // Length of that interval in seconds; 0 before the first one completes.
   double interval_s() const;
 
  private:
+  struct QueueSample {
+    const Port* port;
+    uint16_t queue;
+    Load load;
+  };
   struct Snapshot {
     uint64_t ms = 0;
     std::vector<Load> lcores;
-    std::vector<std::vector<Load>> queues;  // by lcore, by rx slot
+    std::vector<std::vector<QueueSample>> queues;  // by lcore
   };
   Snapshot take(uint64_t now_ms) const;
   static Load difference(const Load& now, const Load& before);

@@ -50,20 +50,28 @@ void LcoreLoop::watch_wakeups() {
   wake_event_.epdata.event = EPOLLIN;
   wake_watched_ = epoll_fd_ >= 0 && wake_fd_ >= 0 &&
                   rte_epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake_event_) == 0;
+  watch_queues(true);
+}
+
+void LcoreLoop::watch_queues(bool add) {
+  std::vector<RxSlot>& slots = poller_.slots();
+  if (!add) {
+    for (size_t i = 0; i < watched_.size(); ++i)
+      if (watched_[i]) slots[i].port->watch_rx_wake(slots[i].queue, epoll_fd_, false, nullptr);
+    watched_.clear();
+    return;
+  }
   every_queue_can_wake_ = wake_watched_;
-  watched_.assign(poller_.slots().size(), false);
-  for (size_t i = 0; i < poller_.slots().size() && epoll_fd_ >= 0; ++i) {
-    RxSlot& s = poller_.slots()[i];
+  watched_.assign(slots.size(), false);
+  for (size_t i = 0; i < slots.size() && epoll_fd_ >= 0; ++i) {
+    RxSlot& s = slots[i];
     watched_[i] = s.port->watch_rx_wake(s.queue, epoll_fd_, true, &s);
     every_queue_can_wake_ &= watched_[i];
   }
 }
 
 LcoreLoop::~LcoreLoop() {
-  for (size_t i = 0; i < watched_.size(); ++i) {
-    RxSlot& s = poller_.slots()[i];
-    if (watched_[i]) s.port->watch_rx_wake(s.queue, epoll_fd_, false, nullptr);
-  }
+  watch_queues(false);
   if (wake_watched_) rte_epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, wake_fd_, &wake_event_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (wake_fd_ >= 0) close(wake_fd_);
@@ -99,18 +107,27 @@ bool LcoreLoop::wait_taken(uint64_t posted, int timeout_ms) {
   return true;
 }
 
-bool LcoreLoop::apply(LcoreChange change, int timeout_ms) {
+bool LcoreLoop::post(LcoreChange change, int timeout_ms) {
   if (signals_ == nullptr) return false;
   std::lock_guard lock(apply_mutex_);
   // The loop reads change_ until it has taken the last one: never overwritten before.
   if (!wait_taken(changes_posted_.load(std::memory_order_relaxed), timeout_ms)) return false;
   if (change.busy_poll_us) busy_poll_us_shown_ = *change.busy_poll_us;
   change_ = std::move(change);
-  const uint64_t posted = changes_posted_.load(std::memory_order_relaxed) + 1;
-  changes_posted_.store(posted, std::memory_order_release);
+  changes_posted_.store(changes_posted_.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_release);
   signals_->epoch.fetch_add(1, std::memory_order_release);
+  wake();
+  return true;
+}
+
+bool LcoreLoop::wait_applied(int timeout_ms) {
   // Not taken in time: it stays handed over, and the loop applies it at its next pass.
-  return wait_taken(posted, timeout_ms);
+  return wait_taken(changes_posted_.load(std::memory_order_acquire), timeout_ms);
+}
+
+bool LcoreLoop::apply(LcoreChange change, int timeout_ms) {
+  return post(std::move(change), timeout_ms) && wait_applied(timeout_ms);
 }
 
 void LcoreLoop::apply_change(const LcoreChange& change) {
@@ -124,6 +141,23 @@ void LcoreLoop::apply_change(const LcoreChange& change) {
     busy_poll_cycles_ = busy_poll_us_ ? rte_get_tsc_hz() * *busy_poll_us_ / 1000000 : 0;
     if (busy_poll_us_ && epoll_fd_ < 0) watch_wakeups();
   }
+  change_ports(change);
+}
+
+void LcoreLoop::change_ports(const LcoreChange& change) {
+  const bool rx_changes = change.stop_polling.has_value() || !change.add_rx.empty();
+  if (rx_changes && epoll_fd_ >= 0) watch_queues(false);  // the slots move: data pointers change
+  std::vector<RxSlot>& slots = poller_.slots();
+  if (change.stop_polling) {
+    std::erase_if(slots, [&](const RxSlot& s) { return s.port->index() == *change.stop_polling; });
+  }
+  if (change.drop_output) tx_.remove_output(*change.drop_output);
+  for (const auto& [port, output] : change.add_outputs) tx_.set_output(port, output);
+  if (change.forwarding != nullptr) forwarding_ = change.forwarding;
+  if (change.vlans != nullptr && forwarding_->bridge != nullptr)
+    forwarding_->bridge->use_vlans(slot_, change.vlans);
+  slots.insert(slots.end(), change.add_rx.begin(), change.add_rx.end());
+  if (rx_changes && epoll_fd_ >= 0) watch_queues(true);
 }
 
 void LcoreLoop::take_signals(uint64_t epoch) {

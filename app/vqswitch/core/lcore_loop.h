@@ -62,11 +62,19 @@ struct LcoreSignals {
   std::atomic<uint64_t> release_requests{0};
 };
 
-// A change the control thread makes to one running lcore, applied by it between two passes.
+// A change the control thread makes to one running lcore, applied by it between two passes (so
+// nothing is buffered and no table lookup is in flight), in the order of the fields.
 struct LcoreChange {
   std::vector<std::pair<uint16_t, Weight>> weights;     // rx slot index -> its weight from now
   std::optional<std::optional<uint32_t>> busy_poll_us;  // set: the new busy-poll (inner nullopt:
                                                         // poll forever)
+  // Runtime ports (docs/architecture.md, "Runtime ports").
+  std::optional<uint16_t> stop_polling;  // a port index: its rx queues leave the lcore
+  std::optional<uint16_t> drop_output;   // a port index: nothing is sent to it any more
+  std::vector<std::pair<uint16_t, TxBufferSet::Output>> add_outputs;  // by port index
+  const Forwarding* forwarding = nullptr;  // forward by this table from now on
+  const VlanMap* vlans = nullptr;          // bridge: ... and by this VLAN map
+  std::vector<RxSlot> add_rx;              // rx queues the lcore polls from now on
 };
 
 class LcoreLoop {
@@ -92,6 +100,11 @@ class LcoreLoop {
   // it. False when it has not within `timeout_ms` (the loop is not running): the change then
   // waits for the loop's next pass, and a later apply() first waits for it. Needs `signals`.
   bool apply(LcoreChange change, int timeout_ms);
+  // apply() in two halves, so that one control thread can hand changes to several lcores and
+  // then wait for them all: post() returns false (nothing posted) when the previous change was
+  // not taken within `timeout_ms`; wait_applied() whether the posted one was taken in time.
+  bool post(LcoreChange change, int timeout_ms);
+  bool wait_applied(int timeout_ms);
 
   const WeightedPoller& poller() const { return poller_; }
   // As last set (constructor or apply); read by the control thread.
@@ -107,13 +120,15 @@ class LcoreLoop {
   void release_sent(uint64_t requests);
   void apply_change(const LcoreChange& change);
   void watch_wakeups();  // the epoll fd and what it watches, before the first sleep
+  void watch_queues(bool add);  // every rx queue's wake-up in (or out of) the epoll fd
+  void change_ports(const LcoreChange& change);
   void reclaim_lent(uint64_t now_tsc);
 
   const unsigned lcore_;
   const uint16_t slot_;
   WeightedPoller poller_;
   TxBufferSet tx_;
-  const Forwarding* const forwarding_;
+  const Forwarding* forwarding_;  // swapped by a change, between passes
   std::optional<uint32_t> busy_poll_us_;  // the lcore's own copy
   uint64_t busy_poll_cycles_ = 0;
   std::optional<uint32_t> busy_poll_us_shown_;  // the control thread's
@@ -128,7 +143,7 @@ class LcoreLoop {
   uint64_t release_seen_ = 0;
   // apply(): the control thread fills `change_`, bumps `changes_posted_` and signals_->epoch;
   // the loop applies it and stores `changes_done_`.
-  std::mutex apply_mutex_;  // control threads, one apply at a time
+  std::mutex apply_mutex_;  // control threads, one post at a time
   LcoreChange change_;
   std::atomic<uint64_t> changes_posted_{0};
   std::atomic<uint64_t> changes_done_{0};

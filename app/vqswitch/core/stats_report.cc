@@ -34,9 +34,16 @@ std::string drop_list(const PortTotals& now, const PortTotals* before) {
 
 }  // namespace
 
-StatsReport::StatsReport(const Switch& sw) : switch_(sw), last_(sw.ports().size()) {
-  for (uint16_t i = 0; i < last_.size(); ++i) last_[i] = sw.totals(i);
+StatsReport::StatsReport(const Switch& sw) : switch_(sw) {
+  take_last();
   last_tsc_ = rte_rdtsc();
+}
+
+void StatsReport::take_last() {
+  last_.assign(switch_.ports().size(), PortTotals{});
+  for (uint16_t i = 0; i < last_.size(); ++i)
+    if (switch_.ports()[i] != nullptr) last_[i] = switch_.totals(i);
+  generation_ = switch_.topology_generation();
 }
 
 void StatsReport::print_rates(std::FILE* out) {
@@ -44,7 +51,12 @@ void StatsReport::print_rates(std::FILE* out) {
   const double seconds = static_cast<double>(now_tsc - last_tsc_) / rte_get_tsc_hz();
   last_tsc_ = now_tsc;
   if (seconds <= 0) return;
+  if (generation_ != switch_.topology_generation()) {
+    take_last();  // ports came or went: rates from the next interval
+    return;
+  }
   for (uint16_t i = 0; i < last_.size(); ++i) {
+    if (switch_.ports()[i] == nullptr) continue;
     const Port& port = *switch_.ports()[i];
     const PortTotals now = switch_.totals(i);
     const PortTotals& before = last_[i];
@@ -63,6 +75,7 @@ void StatsReport::print_rates(std::FILE* out) {
 void StatsReport::print_totals(std::FILE* out) const {
   std::fprintf(out, "final counters:\n");
   for (uint16_t i = 0; i < switch_.ports().size(); ++i) {
+    if (switch_.ports()[i] == nullptr) continue;
     const Port& port = *switch_.ports()[i];
     const PortTotals t = switch_.totals(i);
     std::fprintf(out,

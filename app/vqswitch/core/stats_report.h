@@ -20,7 +20,10 @@ class StatsReport {
 
  private:
   const Switch& switch_;
-  std::vector<PortTotals> last_;
+  void take_last();
+
+  std::vector<PortTotals> last_;  // by port index
+  uint64_t generation_ = 0;       // Switch::topology_generation() when last_ was taken
   uint64_t last_tsc_ = 0;
 };
 

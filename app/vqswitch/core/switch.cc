@@ -24,6 +24,8 @@ namespace {
 
 constexpr uint32_t kMinMbufs = 8192;
 constexpr uint32_t kMempoolCache = 256;
+// How long add_port and del_port wait for an lcore to take a change (it is woken if asleep).
+constexpr int kApplyTimeoutMs = 2000;
 
 // Enough mbufs for every ring a NIC keeps full, a burst in flight per guest queue and tx buffer,
 // and the per-lcore caches.
@@ -75,6 +77,13 @@ std::unique_ptr<Switch> Switch::create(const Config& config, const Plan& plan, s
 }
 
 bool Switch::build(std::string* error) {
+  port_configs_ = config_.ports;
+  for (const PlannedLcore& pl : plan_.lcores) {
+    bool takes = config_.lcores.empty();
+    for (const LcoreConfig& lc : config_.lcores)
+      if (lc.lcore == pl.lcore) takes = lc.auto_rx;
+    auto_rx_.push_back(takes);
+  }
   if (!create_pools(error) || !create_ports(error) || !create_forwarding(error)) return false;
   create_lcores();
   return true;
@@ -107,28 +116,16 @@ bool Switch::create_pools(std::string* error) {
 
 // NICs first: whether guest memory can be DMA-mapped for them decides how guests register it.
 bool Switch::create_ports(std::string* error) {
-  const auto lcore_count = static_cast<uint16_t>(plan_.lcores.size());
-  const bool sleeps = std::any_of(plan_.lcores.begin(), plan_.lcores.end(),
-                                  [](const PlannedLcore& l) { return l.busy_poll_us.has_value(); });
   ports_.resize(config_.ports.size());
   for (const bool guests : {false, true}) {
     if (guests) plan_lent_buffers();
     for (uint16_t i = 0; i < config_.ports.size(); ++i) {
-      const PortConfig& pc = config_.ports[i];
-      if ((pc.type == PortType::kVhost) != guests) continue;
+      if ((config_.ports[i].type == PortType::kVhost) != guests) continue;
       std::string port_error;
-      if (guests) {
-        GuestPort::ZeroCopyHooks hooks;
-        hooks.release_lent = [this] { request_tx_release(); };
-        hooks.dma_registrar = dma_registrar_.get();
-        ports_[i] = GuestPort::create(pc, i, pool_, std::move(hooks), &port_error);
-      } else {
-        ports_[i] =
-            EthdevPort::create(pc, i, lcore_count, config_.burst, sleeps, pool_, &port_error);
-      }
-      if (ports_[i] == nullptr) {
+      if (!create_port(i, &port_error)) {
         // Named like a config error: the file, where the port is, and what failed.
-        *error = config_.error_at("ports[" + std::to_string(i) + "]", pc.name + ": " + port_error);
+        *error = config_.error_at("ports[" + std::to_string(i) + "]",
+                                  config_.ports[i].name + ": " + port_error);
         return false;
       }
     }
@@ -136,11 +133,28 @@ bool Switch::create_ports(std::string* error) {
   return true;
 }
 
+bool Switch::create_port(uint16_t index, std::string* error) {
+  const PortConfig& pc = port_configs_[index];
+  if (pc.type == PortType::kVhost) {
+    GuestPort::ZeroCopyHooks hooks;
+    hooks.release_lent = [this] { request_tx_release(); };
+    hooks.dma_registrar = dma_registrar_.get();
+    ports_[index] = GuestPort::create(pc, index, pool_, std::move(hooks), error);
+  } else {
+    const bool sleeps = std::any_of(plan_.lcores.begin(), plan_.lcores.end(),
+                                    [](const PlannedLcore& l) { return l.busy_poll_us.has_value(); });
+    ports_[index] = EthdevPort::create(pc, index, static_cast<uint16_t>(plan_.lcores.size()),
+                                       config_.burst, sleeps, pool_, error);
+  }
+  return ports_[index] != nullptr;
+}
+
 bool Switch::create_forwarding(std::string* error) {
-  forwarding_.mode = config_.forwarding.mode;
-  forwarding_.xconnect_peer = plan_.xconnect_peer;
-  if (forwarding_.mode != ForwardingMode::kBridge) {
-    forwarding_.xconnect_peer.resize(ports_.size(), -1);
+  forwarding_ = std::make_unique<Forwarding>();
+  forwarding_->mode = config_.forwarding.mode;
+  forwarding_->xconnect_peer = plan_.xconnect_peer;
+  if (forwarding_->mode != ForwardingMode::kBridge) {
+    forwarding_->xconnect_peer.resize(ports_.size(), -1);
     return true;
   }
   std::vector<VlanConfig> vlans;
@@ -149,27 +163,29 @@ bool Switch::create_forwarding(std::string* error) {
       L2Bridge::create(vlans, config_.forwarding.mac_table_size, config_.forwarding.mac_aging_s,
                        static_cast<uint16_t>(plan_.lcores.size()), error);
   if (bridge_ == nullptr) return false;
-  forwarding_.bridge = bridge_.get();
+  forwarding_->bridge = bridge_.get();
   return true;
 }
 
-std::vector<TxBufferSet::Output> Switch::tx_outputs(uint16_t slot) const {
+TxBufferSet::Output Switch::tx_output(const Port& port, uint16_t slot) const {
   const auto lcore_count = static_cast<uint16_t>(plan_.lcores.size());
+  TxBufferSet::Output out;
+  out.port = const_cast<Port*>(&port);
+  // The device may have fewer tx queues than asked for: then lcores share them. A guest may
+  // enable fewer queue pairs than it has: with several lcores its queues are always locked.
+  const uint16_t txqs = port.tx_queue_count();
+  out.queue = static_cast<uint16_t>(slot % txqs);
+  out.shared = lcore_count > txqs || (port.is_guest() && lcore_count > 1);
+  const PortConfig& pc = port_configs_[port.index()];
+  out.retries_max = pc.tx_retries_max;
+  out.housekeeping = pc.type == PortType::kVhost &&
+                     (pc.vhost.notify.coalesce_packets != 0 || pc.vhost.notify.coalesce_usecs != 0);
+  return out;
+}
+
+std::vector<TxBufferSet::Output> Switch::tx_outputs(uint16_t slot) const {
   std::vector<TxBufferSet::Output> outputs;
-  for (const auto& port : ports_) {
-    TxBufferSet::Output out;
-    out.port = port.get();
-    // The device may have fewer tx queues than asked for: then lcores share them. A guest's are
-    // locked as the plan says (it may enable fewer queue pairs).
-    const uint16_t txqs = port->tx_queue_count();
-    out.queue = static_cast<uint16_t>(slot % txqs);
-    out.shared = port->is_guest() ? plan_.tx_shared[port->index()] : lcore_count > txqs;
-    const PortConfig& pc = config_.ports[port->index()];
-    out.retries_max = pc.tx_retries_max;
-    out.housekeeping = pc.type == PortType::kVhost && (pc.vhost.notify.coalesce_packets != 0 ||
-                                                       pc.vhost.notify.coalesce_usecs != 0);
-    outputs.push_back(out);
-  }
+  for (const auto& port : ports_) outputs.push_back(tx_output(*port, slot));
   return outputs;
 }
 
@@ -185,7 +201,7 @@ void Switch::create_lcores() {
     }
     lcores_.push_back(std::make_unique<LcoreLoop>(
         pl.lcore, pl.slot, std::move(rx),
-        TxBufferSet(tx_outputs(pl.slot), config_.burst, {pool_, gso_pool_}), &forwarding_,
+        TxBufferSet(tx_outputs(pl.slot), config_.burst, {pool_, gso_pool_}), forwarding_.get(),
         pl.busy_poll_us, config_.burst, &lcore_signals_));
   }
 }
@@ -224,6 +240,7 @@ Switch::~Switch() {
     std::lock_guard lock(release_mutex_);
     lcores_.clear();
   }
+  for (auto& port : detached_) ports_.push_back(std::move(port));
   // No lcore runs any more, so this thread may clean the NIC tx queues: lent guest buffers they
   // still hold come back before the guests' teardown waits for them.
   for (const auto& port : ports_)
@@ -241,7 +258,7 @@ Switch::~Switch() {
 
 void Switch::run(const std::atomic<bool>& stop, const std::function<void()>& control) {
   for (const auto& port : ports_)
-    if (port->is_guest()) static_cast<GuestPort*>(port.get())->set_enabled(true);
+    if (port != nullptr && port->is_guest()) static_cast<GuestPort*>(port.get())->set_enabled(true);
 
   std::vector<std::pair<LcoreLoop*, const std::atomic<bool>*>> args;
   args.reserve(lcores_.size());
@@ -281,7 +298,8 @@ void Switch::run(const std::atomic<bool>& stop, const std::function<void()>& con
   rte_eal_mp_wait_lcore();
 
   for (const auto& port : ports_)
-    if (port->is_guest()) static_cast<GuestPort*>(port.get())->set_enabled(false);
+    if (port != nullptr && port->is_guest())
+      static_cast<GuestPort*>(port.get())->set_enabled(false);
 }
 
 void Switch::wake_all() {
@@ -300,7 +318,8 @@ void Switch::housekeeping() {
   // A guest that left with buffers lent: once they are freed, its memory goes (and its DMA
   // registration) without waiting for it to come back.
   for (const auto& port : ports_)
-    if (port->is_guest() && static_cast<const GuestPort&>(*port).config().vhost.zero_copy)
+    if (port != nullptr && port->is_guest() &&
+        static_cast<const GuestPort&>(*port).config().vhost.zero_copy)
       static_cast<GuestPort&>(*port).reap_orphans();
 }
 
@@ -343,6 +362,289 @@ PortTotals Switch::totals(uint16_t index) const {
     }
   }
   return t;
+}
+
+int Switch::port_index(const std::string& name) const {
+  for (size_t i = 0; i < ports_.size(); ++i)
+    if (ports_[i] != nullptr && ports_[i]->name() == name) return static_cast<int>(i);
+  return -1;
+}
+
+Config Switch::running_config() const {
+  Config running = config_;
+  running.ports.clear();
+  running.forwarding.pairs.clear();
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    if (ports_[i] == nullptr) continue;
+    running.ports.push_back(port_configs_[i]);
+    const int peer = forwarding_->xconnect_peer[i];
+    if (forwarding_->mode == ForwardingMode::kXconnect && peer > static_cast<int>(i))
+      running.forwarding.pairs.emplace_back(ports_[i]->name(), ports_[peer]->name());
+  }
+  return running;
+}
+
+bool Switch::apply_to_lcores(const std::function<LcoreChange(const LcoreLoop&)>& change_for,
+                             std::string* error) {
+  bool all = true;
+  std::vector<LcoreLoop*> posted;
+  for (const auto& loop : lcores_) {
+    if (loop->post(change_for(*loop), kApplyTimeoutMs)) {
+      posted.push_back(loop.get());
+    } else {
+      all = false;
+      *error = "lcore " + std::to_string(loop->lcore()) + " did not take the previous change";
+    }
+  }
+  for (LcoreLoop* loop : posted) {
+    if (!loop->wait_applied(kApplyTimeoutMs)) {
+      all = false;
+      *error = "lcore " + std::to_string(loop->lcore()) + " did not take the change in " +
+               std::to_string(kApplyTimeoutMs) + " ms";
+    }
+  }
+  return all;
+}
+
+const Forwarding* Switch::next_forwarding(const std::function<void(Forwarding&)>& edit,
+                                          int leaving, const VlanMap** vlans,
+                                          std::string* error) {
+  auto next = std::make_unique<Forwarding>(*forwarding_);
+  next->xconnect_peer.resize(ports_.size(), -1);
+  edit(*next);
+  *vlans = nullptr;
+  if (bridge_ != nullptr) {
+    std::vector<const VlanConfig*> present;
+    for (size_t i = 0; i < ports_.size(); ++i)
+      present.push_back(ports_[i] != nullptr && static_cast<int>(i) != leaving
+                            ? &port_configs_[i].vlan
+                            : nullptr);
+    std::optional<VlanMap> map = VlanMap::create(present, error);
+    if (!map) return nullptr;
+    *vlans = bridge_->publish_vlans(std::move(*map));
+  }
+  retired_forwarding_.push_back(std::move(forwarding_));
+  forwarding_ = std::move(next);
+  return forwarding_.get();
+}
+
+void Switch::retire_forwarding() {
+  retired_forwarding_.clear();
+  if (bridge_ != nullptr) bridge_->retire_vlans();
+}
+
+bool Switch::mbufs_for(const PortConfig& port, std::string* error) const {
+  const uint64_t lcores = plan_.lcores.size();
+  const uint64_t needed =
+      port.type == PortType::kEthdev
+          ? uint64_t{port.queues} * port.rx_descriptors + lcores * (port.tx_descriptors + config_.burst)
+          : uint64_t{port.queues} * 2 * config_.burst + lcores * config_.burst;
+  // What the lcores' caches may hold besides, as at start (mbufs_needed).
+  const uint64_t spare = (lcores + 1) * kMempoolCache * 3 / 2;
+  const uint64_t available = rte_mempool_avail_count(pool_);
+  if (available >= needed + spare) return true;
+  *error = "the mbuf pool has " + std::to_string(available) + " mbufs free, the port needs " +
+           std::to_string(needed) + " and " + std::to_string(spare) +
+           " are kept for the lcores' caches (set mbufs: in the configuration)";
+  return false;
+}
+
+std::optional<uint16_t> Switch::add_port(const PortConfig& port, const std::string& peer,
+                                         std::string* error) {
+  std::unique_lock lock(topology_mutex_);
+  int peer_index = -1;
+  if (!peer.empty()) {
+    if (forwarding_->mode != ForwardingMode::kXconnect) {
+      *error = "--peer: only in xconnect mode (forwarding.mode is bridge)";
+      return std::nullopt;
+    }
+    peer_index = port_index(peer);
+    if (peer_index < 0) {
+      *error = "--peer: no port named " + peer;
+      return std::nullopt;
+    }
+    if (forwarding_->xconnect_peer[peer_index] >= 0) {
+      *error = "--peer: " + peer + " is paired with " +
+               ports_[forwarding_->xconnect_peer[peer_index]]->name();
+      return std::nullopt;
+    }
+  }
+  if (!mbufs_for(port, error)) return std::nullopt;
+  // The first free index: a deleted port's, or a new one.
+  uint16_t index = 0;
+  while (index < ports_.size() && ports_[index] != nullptr) ++index;
+  if (index == ports_.size()) {
+    ports_.emplace_back();
+    port_configs_.emplace_back();
+  }
+  port_configs_[index] = port;
+  if (!create_port(index, error)) {
+    port_configs_[index] = PortConfig{};
+    *error = port.name + ": " + *error;
+    return std::nullopt;
+  }
+  Port& created = *ports_[index];
+  if (!created.is_guest()) {
+    // Guest memory is DMA-mapped at start for the NICs there were: lent buffers are copied
+    // toward a NIC added later if it DMAs.
+    auto& nic = static_cast<EthdevPort&>(created);
+    nic.set_lent(lent_policy(nic.dma(), nic.multi_segs(), false));
+  }
+
+  // Every lcore gets an output to the port (and the forwarding table that names it) before any
+  // lcore receives from it.
+  const VlanMap* vlans = nullptr;
+  const Forwarding* next = next_forwarding(
+      [&](Forwarding& f) {
+        if (peer_index < 0) return;
+        f.xconnect_peer[index] = peer_index;
+        f.xconnect_peer[peer_index] = index;
+      },
+      -1, &vlans, error);
+  if (next == nullptr) {
+    ports_[index].reset();
+    port_configs_[index] = PortConfig{};
+    return std::nullopt;
+  }
+  bool applied = apply_to_lcores(
+      [&](const LcoreLoop& loop) {
+        LcoreChange change;
+        change.add_outputs.emplace_back(index, tx_output(created, loop.slot()));
+        change.forwarding = next;
+        change.vlans = vlans;
+        return change;
+      },
+      error);
+  // Its rx queues, each to the lcore (with rx: auto) polling the fewest.
+  std::vector<std::vector<RxSlot>> rx(lcores_.size());
+  std::vector<size_t> load(lcores_.size());
+  for (size_t i = 0; i < lcores_.size(); ++i) load[i] = lcores_[i]->poller().slots().size();
+  for (uint16_t q = 0; q < created.rx_queue_count(); ++q) {
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < lcores_.size(); ++i) {
+      const bool takes = auto_rx_[lcores_[i]->slot()] ||
+                         std::none_of(auto_rx_.begin(), auto_rx_.end(), [](bool b) { return b; });
+      if (takes && (best == SIZE_MAX || load[i] < load[best])) best = i;
+    }
+    RxSlot slot;
+    slot.port = &created;
+    slot.queue = q;
+    slot.weight = port.weight;
+    rx[best].push_back(slot);
+    ++load[best];
+  }
+  applied = applied && apply_to_lcores(
+                           [&](const LcoreLoop& loop) {
+                             LcoreChange change;
+                             for (size_t i = 0; i < lcores_.size(); ++i)
+                               if (lcores_[i].get() == &loop) change.add_rx = rx[i];
+                             return change;
+                           },
+                           error);
+  if (applied) retire_forwarding();
+  if (created.is_guest()) static_cast<GuestPort&>(created).set_enabled(true);
+  topology_generation_.fetch_add(1, std::memory_order_release);
+  SWITCH_LOG(INFO, "port %s added (index %u)%s", port.name.c_str(), index,
+             applied ? "" : ", but an lcore has not taken it yet");
+  if (!applied) *error = "added, but " + *error;
+  return applied ? std::optional<uint16_t>(index) : std::nullopt;
+}
+
+bool Switch::del_port(const std::string& name, const std::function<void(uint16_t)>& last_look,
+                      std::string* error) {
+  std::unique_lock lock(topology_mutex_);
+  const int found = port_index(name);
+  if (found < 0) {
+    *error = "no port named " + name;
+    return false;
+  }
+  const auto index = static_cast<uint16_t>(found);
+  // 1. No lcore polls it: nothing from it is forwarded or learned any more.
+  if (!apply_to_lcores(
+          [&](const LcoreLoop&) {
+            LcoreChange change;
+            change.stop_polling = index;
+            return change;
+          },
+          error)) {
+    return false;
+  }
+  // 2. Its MAC entries go: lookups from the next pass on do not find it.
+  if (bridge_ != nullptr) bridge_->flush_port(index);
+  // 3. Then its outputs and the tables that name it.
+  const VlanMap* vlans = nullptr;
+  const Forwarding* next = next_forwarding(
+      [&](Forwarding& f) {
+        const int peer = f.xconnect_peer[index];
+        if (peer >= 0) f.xconnect_peer[peer] = -1;
+        f.xconnect_peer[index] = -1;
+      },
+      index, &vlans, error);
+  if (next == nullptr) return false;  // a map that only loses a port is valid: not seen
+  const bool applied = apply_to_lcores(
+      [&](const LcoreLoop&) {
+        LcoreChange change;
+        change.drop_output = index;
+        change.forwarding = next;
+        change.vlans = vlans;
+        return change;
+      },
+      error);
+  if (applied) last_look(index);  // no lcore counts for it any more
+  std::unique_ptr<Port> port = std::move(ports_[index]);
+  port_configs_[index] = PortConfig{};
+  topology_generation_.fetch_add(1, std::memory_order_release);
+  if (!applied) {
+    detached_.push_back(std::move(port));
+    return false;
+  }
+  retire_forwarding();
+  if (!port->is_guest())
+    for (uint16_t q = 0; q < port->tx_queue_count(); ++q) (void)port->tx_done_cleanup(q);
+  port.reset();  // a guest's socket is unregistered; a NIC stopped and closed
+  SWITCH_LOG(INFO, "port %s deleted", name.c_str());
+  return true;
+}
+
+bool Switch::add_pair(const std::string& a, const std::string& b, std::string* error) {
+  std::unique_lock lock(topology_mutex_);
+  if (forwarding_->mode != ForwardingMode::kXconnect) {
+    *error = "only in xconnect mode (forwarding.mode is bridge)";
+    return false;
+  }
+  const int ia = port_index(a);
+  const int ib = port_index(b);
+  for (const auto& [i, n] : {std::pair{ia, a}, std::pair{ib, b}}) {
+    if (i < 0) {
+      *error = "no port named " + n;
+      return false;
+    }
+    if (forwarding_->xconnect_peer[i] >= 0) {
+      *error = n + " is paired with " + ports_[forwarding_->xconnect_peer[i]]->name();
+      return false;
+    }
+  }
+  if (ia == ib) {
+    *error = "port " + a + " paired with itself";
+    return false;
+  }
+  const VlanMap* vlans = nullptr;
+  const Forwarding* next = next_forwarding(
+      [&](Forwarding& f) {
+        f.xconnect_peer[ia] = ib;
+        f.xconnect_peer[ib] = ia;
+      },
+      -1, &vlans, error);
+  if (next == nullptr) return false;
+  const bool applied = apply_to_lcores(
+      [&](const LcoreLoop&) {
+        LcoreChange change;
+        change.forwarding = next;
+        return change;
+      },
+      error);
+  if (applied) retire_forwarding();
+  return applied;
 }
 
 }  // namespace vqs::app

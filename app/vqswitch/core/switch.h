@@ -9,6 +9,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -51,9 +53,40 @@ class Switch {
   // stops with buffers lent calls this while it waits for them (VhostDeviceOptions::release_lent).
   void request_tx_release();
 
-  const Config& config() const { return config_; }
+  const Config& config() const { return config_; }  // as it was at start
   const Plan& plan() const { return plan_; }
+  // By port index; nullptr where a port was deleted (the index is taken by the next add_port).
   const std::vector<std::unique_ptr<Port>>& ports() const { return ports_; }
+  // The port named `name`, or -1.
+  int port_index(const std::string& name) const;
+  // The configuration of the port at `index` (from the file or add_port).
+  const PortConfig& port_config(uint16_t index) const { return port_configs_[index]; }
+  // The configuration as it runs: the file's, with the ports added and deleted since (in index
+  // order) and the xconnect pairs as they are now. add_port validates against it.
+  Config running_config() const;
+
+  // Runtime ports (docs/architecture.md, "Runtime ports"), from the control thread while run()
+  // forwards; no lcore takes a lock for them. add_port creates the port from `port` (checked by
+  // parse_port), gives every lcore an output to it, and its rx queues to the lcores with the
+  // fewest (among those with rx: auto); in xconnect mode it is paired with `peer` when given.
+  // Returns its index, or nullopt with `error` (nothing changed).
+  std::optional<uint16_t> add_port(const PortConfig& port, const std::string& peer,
+                                   std::string* error);
+  // Takes the port out of every lcore (its rx queues first, then, once its MAC entries are
+  // flushed, its outputs), has `last_look(index)` read its final counters, then destroys it.
+  // False with `error` when there is no such port or an lcore did not take the change in time
+  // (then the port stays, unpolled, and is destroyed with the switch).
+  bool del_port(const std::string& name, const std::function<void(uint16_t)>& last_look,
+                std::string* error);
+  // xconnect: pairs two ports that have no peer.
+  bool add_pair(const std::string& a, const std::string& b, std::string* error);
+  // Held exclusively by add_port and del_port while they change ports and lcores; other threads
+  // than the control thread (telemetry) hold it shared while they read them.
+  std::shared_mutex& topology_mutex() const { return topology_mutex_; }
+  // Bumped by every add_port and del_port: per-slot snapshots taken before are stale.
+  uint64_t topology_generation() const {
+    return topology_generation_.load(std::memory_order_acquire);
+  }
   const std::vector<std::unique_ptr<LcoreLoop>>& lcores() const { return lcores_; }
   L2Bridge* bridge() const { return bridge_.get(); }
   rte_mempool* pool() const { return pool_; }
@@ -71,6 +104,18 @@ class Switch {
   void create_lcores();
   // The tx buffers of the lcore in `slot`: one output per port.
   std::vector<TxBufferSet::Output> tx_outputs(uint16_t slot) const;
+  TxBufferSet::Output tx_output(const Port& port, uint16_t slot) const;
+  bool create_port(uint16_t index, std::string* error);
+  // Hands a change to every lcore (`change_for(loop)`), then waits for them all.
+  bool apply_to_lcores(const std::function<LcoreChange(const LcoreLoop&)>& change_for,
+                       std::string* error);
+  // A new forwarding table from the current one, changed by `edit`, with the VLAN map of the
+  // ports there are now but `leaving` (bridge). The old table is retired (retire_forwarding)
+  // once every lcore has the new one.
+  const Forwarding* next_forwarding(const std::function<void(Forwarding&)>& edit, int leaving,
+                                    const VlanMap** vlans, std::string* error);
+  void retire_forwarding();
+  bool mbufs_for(const PortConfig& port, std::string* error) const;
   // With zero-copy guests: how each NIC takes lent buffers (EthdevPort::set_lent, a warning for
   // those that get copies), and the registrar mapping guest memory for the NICs that can DMA
   // from it (IOVA as VA). After the NICs exist, before the guests.
@@ -78,12 +123,18 @@ class Switch {
 
   const Config config_;
   const Plan plan_;
+  std::vector<PortConfig> port_configs_;  // by port index (a deleted port's: name empty)
+  std::vector<bool> auto_rx_;             // by lcore slot: takes the queues of added ports
   rte_mempool* pool_ = nullptr;
   rte_mempool* gso_pool_ = nullptr;              // indirect mbufs for software TCP segmentation
   std::unique_ptr<DmaRegistrar> dma_registrar_;  // outlives the guests: declared before ports_
   std::vector<std::unique_ptr<Port>> ports_;
   std::unique_ptr<L2Bridge> bridge_;
-  Forwarding forwarding_;
+  std::unique_ptr<Forwarding> forwarding_;  // what the lcores forward by
+  std::vector<std::unique_ptr<Forwarding>> retired_forwarding_;  // until every lcore moved on
+  std::vector<std::unique_ptr<Port>> detached_;  // deleted, but an lcore never confirmed it
+  mutable std::shared_mutex topology_mutex_;
+  std::atomic<uint64_t> topology_generation_{0};
   std::vector<std::unique_ptr<LcoreLoop>> lcores_;
   const std::atomic<bool>* stop_ = nullptr;
   LcoreSignals lcore_signals_;  // see request_tx_release, LcoreLoop::apply

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 
 #include "ports/guest_port.h"
@@ -15,6 +16,12 @@ namespace {
 
 std::mutex attached_mutex;
 const Switch* attached = nullptr;
+
+// Ports and lcores are read under the switch's topology lock (runtime ports change them).
+std::shared_lock<std::shared_mutex> topology_lock() {
+  return attached != nullptr ? std::shared_lock(attached->topology_mutex())
+                             : std::shared_lock<std::shared_mutex>();
+}
 
 void add_u64(rte_tel_data* d, const char* name, uint64_t v) {
   rte_tel_data_add_dict_u64(d, name, v);
@@ -26,16 +33,18 @@ bool has_param(const char* params) { return params != nullptr && *params != '\0'
 // too little for the counters of hundreds of guests); with a port name, its counters.
 int ports_command(const char*, const char* params, rte_tel_data* d) {
   std::lock_guard lock(attached_mutex);
+  std::shared_lock topology = topology_lock();
   if (!has_param(params)) {
     rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
     if (attached != nullptr)
       for (const auto& port : attached->ports())
-        rte_tel_data_add_array_string(d, port->name().c_str());
+        if (port != nullptr) rte_tel_data_add_array_string(d, port->name().c_str());
     return 0;
   }
   rte_tel_data_start_dict(d);
   if (attached == nullptr) return -1;
   for (uint16_t i = 0; i < attached->ports().size(); ++i) {
+    if (attached->ports()[i] == nullptr) continue;
     const Port& port = *attached->ports()[i];
     if (port.name() != params) continue;
     const PortTotals t = attached->totals(i);
@@ -95,6 +104,7 @@ bool parse_number(const std::string& text, unsigned* value) {
 // Without a parameter, the forwarding lcores' ids; with one, that lcore's counters.
 int lcores_command(const char*, const char* params, rte_tel_data* d) {
   std::lock_guard lock(attached_mutex);
+  std::shared_lock topology = topology_lock();
   if (!has_param(params)) {
     rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
     if (attached != nullptr)
@@ -154,6 +164,7 @@ void add_queue_counters(rte_tel_data* q, const LcoreLoop& loop, const RxSlot& s)
 // keyed "rxqQ"; with "PORT:Q", one queue.
 int queues_command(const char*, const char* params, rte_tel_data* d) {
   std::lock_guard lock(attached_mutex);
+  std::shared_lock topology = topology_lock();
   if (!has_param(params)) {
     rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
     if (attached == nullptr) return 0;

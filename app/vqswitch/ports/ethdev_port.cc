@@ -64,6 +64,7 @@ std::unique_ptr<EthdevPort> EthdevPort::create(const PortConfig& config, uint16_
       *error = "device " + config.device + ": probed, but no ethdev named " + name;
       return nullptr;
     }
+    port->probed_ = config.device;
   }
   port->port_id_ = port_id;
   if (!port->start(tx_queues, burst, rx_interrupts, pool, error)) {
@@ -204,9 +205,17 @@ bool EthdevPort::setup_queues(const rte_eth_dev_info& info, const rte_eth_conf& 
 }
 
 EthdevPort::~EthdevPort() {
-  if (port_id_ == RTE_MAX_ETHPORTS) return;
-  if (started_) (void)rte_eth_dev_stop(port_id_);
-  (void)rte_eth_dev_close(port_id_);
+  if (port_id_ != RTE_MAX_ETHPORTS) {
+    if (started_) (void)rte_eth_dev_stop(port_id_);
+    (void)rte_eth_dev_close(port_id_);
+  }
+  // A device we probed is detached too, so that a port added later may probe it again.
+  if (!probed_.empty()) {
+    const std::string name = ethdev_name(probed_);
+    rte_pci_addr addr;
+    const bool pci = rte_pci_addr_parse(name.c_str(), &addr) == 0;
+    (void)rte_eal_hotplug_remove(pci ? "pci" : "vdev", name.c_str());
+  }
 }
 
 bool EthdevPort::link_up() const {

@@ -6,14 +6,22 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "config/config.h"
+#include "ring/guest_notifier.h"
+
 namespace vqs::app {
 
 TxBufferSet::TxBufferSet(std::vector<Output> outputs, uint16_t burst, GsoPools gso)
-    : buffers_(outputs.size()),
-      pending_(outputs.size()),
-      burst_(std::clamp<uint16_t>(burst, 1, kMaxBurst)) {
+    : burst_(std::clamp<uint16_t>(burst, 1, kMaxBurst)) {
+  // Room for every port the switch may have: outputs added at run time allocate nothing on the
+  // lcore (untouched, the reserve costs address space only).
+  const size_t room = std::max<size_t>(outputs.size(), kMaxPorts);
+  buffers_.reserve(room);
+  pending_.reserve(room);
+  deferred_.reserve(room);  // each port at most once: never grows while forwarding
+  buffers_.resize(outputs.size());
+  pending_.resize(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) buffers_[i].out = outputs[i];
-  deferred_.reserve(outputs.size());  // each port at most once: never grows while forwarding
   gso_ctx_.direct_pool = gso.direct;
   gso_ctx_.indirect_pool = gso.indirect;
   gso_ctx_.gso_types = RTE_ETH_TX_OFFLOAD_TCP_TSO;
@@ -127,15 +135,43 @@ TxBufferSet::Released TxBufferSet::release_sent() {
   flush();
   Released r;
   for (Buffer& b : buffers_)
-    if (!b.out.port->is_guest()) clean_up(b, r);
+    if (b.out.port != nullptr && !b.out.port->is_guest()) clean_up(b, r);
   return r;
 }
 
 TxBufferSet::Released TxBufferSet::reclaim_sent() {
   Released r;
   for (Buffer& b : buffers_)
-    if (!b.out.port->is_guest() && !b.cleanup_unsupported) clean_up(b, r);
+    if (b.out.port != nullptr && !b.out.port->is_guest() && !b.cleanup_unsupported) clean_up(b, r);
   return r;
+}
+
+void TxBufferSet::set_output(uint16_t port, const Output& out) {
+  if (port >= buffers_.size()) {
+    buffers_.resize(port + 1u);
+    pending_.resize(port + 1u);
+  }
+  Buffer& b = buffers_[port];
+  b.out = out;
+  b.cleanup_unsupported = false;
+}
+
+void TxBufferSet::remove_output(uint16_t port) {
+  if (port >= buffers_.size() || buffers_[port].out.port == nullptr) return;
+  Buffer& b = buffers_[port];
+  if (b.count > 0) send(b);
+  if (b.deferred) {
+    // Coalesced notifications go out now; the port leaves the deferred list.
+    Port* const p = b.out.port;
+    const uint16_t queue = p->tx_queue_in_use(b.out.queue);
+    if (b.out.shared) rte_spinlock_lock(p->tx_lock(queue));
+    (void)p->tx_housekeeping(queue, GuestNotifier::kFlushNow);
+    if (b.out.shared) rte_spinlock_unlock(p->tx_lock(queue));
+    deferred_.erase(std::find(deferred_.begin(), deferred_.end(), port));
+    b.deferred = false;
+  }
+  b.out = Output{};
+  b.cleanup_unsupported = false;
 }
 
 void TxBufferSet::housekeeping(uint64_t now_tsc) {

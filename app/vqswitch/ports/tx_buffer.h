@@ -40,7 +40,13 @@ class TxBufferSet {
   static constexpr uint16_t kMaxSegments = kMaxGuestGsoSegments;
 
   uint16_t port_count() const { return static_cast<uint16_t>(buffers_.size()); }
-  Port* port(uint16_t index) const { return buffers_[index].out.port; }
+  Port* port(uint16_t index) const { return buffers_[index].out.port; }  // nullptr: none
+
+  // Runtime ports, by the owning lcore between two passes (nothing buffered). set_output gives
+  // port index `port` an output (growing the set within its reserve); remove_output sends what
+  // is deferred for it (coalesced notifications) and forgets it: nothing may be pushed to it.
+  void set_output(uint16_t port, const Output& out);
+  void remove_output(uint16_t port);
 
   // The counters of the rx queue whose packets are pushed next: drops found while buffering
   // (segmentation without mbufs) are the input's, as the bridge counts its own.

@@ -51,6 +51,154 @@ CopyResult copy_chain_to_mbuf(IoVecCursor& src, uint32_t len, rte_mbuf* head, Mb
   return CopyResult::kOk;
 }
 
+// Chains this burst may take: those posted, but no more than the ring holds minus those still
+// lent (they hold descriptors the guest has not got back). Counted before the reap, this also
+// keeps the used entries of one burst (completions plus new chains) within the ring's size.
+inline uint16_t chains_to_take(VirtQueue& vq, ZeroCopyTracker* zero_copy) {
+  uint16_t room = vq.ring().size();
+  if (zero_copy != nullptr) {
+    room = static_cast<uint16_t>(room - zero_copy->in_flight());
+    if (zero_copy->completions_waiting()) zero_copy->reap(vq.ring());
+  }
+  const uint16_t posted = vq.avail_count();
+  return posted < room ? posted : room;
+}
+
+// Head mbufs for the chains still to take, kAllocChunk at a time, into pkts[out..]; one at a
+// time when the pool is nearly empty. Returns the new end of the fresh mbufs, `out` when none.
+inline uint16_t take_head_mbufs(rte_mempool* pool, rte_mbuf** pkts, uint16_t out, uint16_t left) {
+  const uint16_t want = left < kAllocChunk ? left : kAllocChunk;
+  if (rte_pktmbuf_alloc_bulk(pool, pkts + out, want) == 0) return static_cast<uint16_t>(out + want);
+  if ((pkts[out] = rte_pktmbuf_alloc(pool)) != nullptr) return static_cast<uint16_t>(out + 1);
+  return out;
+}
+
+// What every chain of one burst shares.
+struct BurstContext {
+  VirtQueue& vq;
+  SplitRing& ring;
+  QueueStats& stats;
+  const DescChainReader& reader;
+  IoVecList& iov;
+  MbufStash& stash;
+  ZeroCopyTracker* zero_copy;  // null: no lending on this queue
+  const LendPolicy& lending;
+  uint32_t hdr_size;
+  uint32_t lend_min_len;  // UINT32_MAX when not lending
+  bool dma_ready;
+};
+
+// What became of one chain taken by the slow path.
+enum class ChainOutcome : uint8_t {
+  kCopied,       // the packet is in the head mbuf; the chain goes back now
+  kLent,         // the head mbuf carries the guest's buffers; the chain goes back when freed
+  kDropped,      // counted under its reason; the head mbuf is reset for reuse
+  kLentDropped,  // lent, then refused: the head mbuf was freed (the chain completes later)
+  kPoolEmpty,    // the chain stays in the guest's ring
+  kLendWait,     // the chain stays in the ring until a lent chain comes back
+};
+
+// The fast path: one descriptor holding header and packet, the packet fitting `m`, too short to
+// lend. Returns false (nothing done) when the chain is not of that kind. Takes plain values, not
+// the BurstContext, so that they stay in registers across the loop.
+inline __attribute__((always_inline)) bool copy_single_buffer(uint8_t* single, uint32_t single_len,
+                                                              uint32_t hdr_size,
+                                                              uint32_t lend_min_len, rte_mbuf* m,
+                                                              QueueStats& stats, bool* dropped) {
+  if (single == nullptr || single_len < hdr_size + RTE_ETHER_HDR_LEN ||
+      single_len - hdr_size > rte_pktmbuf_tailroom(m) || single_len - hdr_size >= lend_min_len) {
+    return false;
+  }
+  const uint32_t pkt_len = single_len - hdr_size;
+  VirtioNetHdr hdr;
+  std::memcpy(&hdr, single, sizeof(hdr));
+  std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), single + hdr_size, pkt_len);
+  m->data_len = static_cast<uint16_t>(pkt_len);
+  m->pkt_len = pkt_len;
+  *dropped = (hdr.flags != 0 || hdr.gso_type != kNetHdrGsoNone) && !apply_guest_tx_offload(hdr, m);
+  if (*dropped) {
+    rte_pktmbuf_reset(m);  // reused for the next packet
+    stats.count_drop(DropReason::kBadOffloadRequest);
+  }
+  return true;
+}
+
+DropReason check_chain_length(ChainError error, uint64_t chain_len, uint32_t hdr_size) {
+  if (error != ChainError::kNone || chain_len < hdr_size) return DropReason::kInvalidDescriptor;
+  if (chain_len - hdr_size < RTE_ETHER_HDR_LEN) return DropReason::kRunt;
+  if (chain_len - hdr_size > kMaxFrameLen) return DropReason::kTooLarge;
+  return DropReason::kCount;
+}
+
+// Every chain the fast path does not take: several descriptors, a packet to lend or one larger
+// than the head mbuf. `single` is the chain's one descriptor when it has only one, already
+// translated. Out of line: the fast path's loop stays small.
+__attribute__((noinline)) ChainOutcome dequeue_chain(const BurstContext& ctx, uint16_t head,
+                                                     uint8_t* single, uint32_t single_len,
+                                                     rte_mbuf* m, uint32_t* pkt_len_out,
+                                                     BurstResult& result) {
+  IoVecList& iov = ctx.iov;
+  iov.clear();
+  const ChainError error = single != nullptr && iov.push(single, single_len)
+                               ? ChainError::kNone
+                               : ctx.reader.read(head, ChainAccess::kDeviceReads, iov);
+  const uint64_t chain_len = iov.total_len();
+  const DropReason invalid = check_chain_length(error, chain_len, ctx.hdr_size);
+  if (invalid != DropReason::kCount) {
+    ctx.stats.count_drop(invalid);
+    return ChainOutcome::kDropped;
+  }
+  const uint32_t pkt_len = static_cast<uint32_t>(chain_len - ctx.hdr_size);
+  *pkt_len_out = pkt_len;
+  VirtioNetHdr hdr;
+  IoVecCursor cursor(iov);
+  cursor.read(&hdr, sizeof(hdr));  // legacy and 1.x share these 10 bytes
+  cursor.skip(ctx.hdr_size - sizeof(hdr));
+  bool limit_hit = false;
+  if (pkt_len >= ctx.lend_min_len && offload_fits_head(hdr)) {
+    const LendResult lent =
+        lend_packet(iov, ctx.hdr_size, pkt_len, head, m, ctx.stash, *ctx.zero_copy, ctx.dma_ready);
+    if (lent == LendResult::kLent) {
+      // The chain goes back to the guest when its last mbuf is freed, not now.
+      if (!apply_guest_tx_offload(hdr, m)) {
+        rte_pktmbuf_free(m);  // completes the lent chain, returned with the next burst
+        ctx.stats.count_drop(DropReason::kBadOffloadRequest);
+        return ChainOutcome::kLentDropped;
+      }
+      ++ctx.stats.zero_copy_packets;
+      return ChainOutcome::kLent;
+    }
+    if (lent == LendResult::kPoolEmpty) return ChainOutcome::kPoolEmpty;
+    limit_hit = lent == LendResult::kNoSlot;
+    // Waiting needs a lent chain to come back: on a ring too small to lend from (limit 0)
+    // nothing ever would, and the queue would stop for good.
+    if (limit_hit && !ctx.lending.fallback && ctx.zero_copy->in_flight() > 0) {
+      ++ctx.stats.zero_copy_limit_waits;
+      result.lending_full = true;  // the owner asks lazy NIC tx queues for the lent chains
+      return ChainOutcome::kLendWait;
+    }
+  }
+  const CopyResult copied = copy_chain_to_mbuf(cursor, pkt_len, m, ctx.stash);
+  if (copied == CopyResult::kPoolEmpty) return ChainOutcome::kPoolEmpty;
+  if (copied == CopyResult::kNeverFits) {
+    rte_pktmbuf_reset(m);
+    ctx.stats.count_drop(DropReason::kTooLarge);
+    return ChainOutcome::kDropped;
+  }
+  if (!apply_guest_tx_offload(hdr, m)) {
+    if (m->next != nullptr) rte_pktmbuf_free(m->next);
+    rte_pktmbuf_reset(m);
+    ctx.stats.count_drop(DropReason::kBadOffloadRequest);
+    return ChainOutcome::kDropped;
+  }
+  if (ctx.zero_copy != nullptr) ++ctx.stats.zero_copy_copied;
+  if (limit_hit) {
+    ++ctx.stats.zero_copy_limit_copies;  // counted once the copy is made
+    result.lending_full = true;
+  }
+  return ChainOutcome::kCopied;
+}
+
 }  // namespace
 
 BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uint16_t max_packets,
@@ -61,16 +209,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
   const uint16_t used_before = ring.last_used_idx();
   // Lent chains whose mbufs were freed since the last burst go back to the guest with this one.
   ZeroCopyTracker* const zero_copy = vq.features().in_order ? nullptr : lending.tracker;
-  // A guest cannot have more chains posted than the ring holds minus those still lent (they
-  // hold descriptors it has not got back): counted before the reap, this also keeps the used
-  // entries of one burst (completions plus new chains) within the ring's size.
-  uint16_t room = ring.size();
-  if (zero_copy != nullptr) {
-    room = static_cast<uint16_t>(room - zero_copy->in_flight());
-    if (zero_copy->completions_waiting()) zero_copy->reap(ring);
-  }
-  uint16_t count = vq.avail_count();
-  if (count > room) count = room;
+  uint16_t count = chains_to_take(vq, zero_copy);
   if (count > max_packets) count = max_packets;
   if (count == 0) {
     vq.complete_burst(used_before);
@@ -82,138 +221,57 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
   vq.prefetch_tx_chains(count, kZeroCopyHeadLen);
   QueueStats& stats = vq.stats();
   const uint32_t lend_min_len = zero_copy != nullptr ? lending.min_len : UINT32_MAX;
-  const bool dma_ready = zero_copy != nullptr && zero_copy->dma_ready();
   const uint32_t hdr_size = vq.features().net_hdr_size;
   const DescChainReader& reader = vq.chain_reader();
-  IoVecList& iov = vq.iov_scratch();
-  MbufStash stash(pool);   // further segments; the unused ones go back at the end of the burst
+  MbufStash stash(pool);  // further segments; the unused ones go back at the end of the burst
+  const BurstContext ctx{vq,        ring,      stats,   reader,   vq.iov_scratch(),
+                         stash,     zero_copy, lending, hdr_size, lend_min_len,
+                         zero_copy != nullptr && zero_copy->dma_ready()};
   uint16_t consumed = 0;   // chains taken from the ring
   uint16_t out = 0;        // packets delivered in pkts[]
   uint16_t allocated = 0;  // pkts[out, allocated) are fresh mbufs not yet used
   bool pool_empty = false;
   while (consumed < count) {
     if (out == allocated) {
-      const uint16_t want = count - consumed < kAllocChunk ? count - consumed : kAllocChunk;
-      if (rte_pktmbuf_alloc_bulk(pool, pkts + out, want) == 0) {
-        allocated = static_cast<uint16_t>(out + want);
-      } else if ((pkts[out] = rte_pktmbuf_alloc(pool)) != nullptr) {
-        allocated = static_cast<uint16_t>(out + 1);  // nearly empty: one at a time
-      } else {
+      allocated = take_head_mbufs(pool, pkts, out, static_cast<uint16_t>(count - consumed));
+      if (allocated == out) {
         pool_empty = true;
         break;  // the rest stay in the guest's ring
       }
     }
     const uint16_t head = ring.avail_head(consumed);
     rte_mbuf* m = pkts[out];
-    // Fast path: one descriptor holding header and packet, the packet fitting one mbuf, and too
-    // short to lend.
     uint32_t single_len = 0;
     uint8_t* const single = reader.single_buffer(head, ChainAccess::kDeviceReads, &single_len);
-    if (single != nullptr && single_len >= hdr_size + RTE_ETHER_HDR_LEN &&
-        single_len - hdr_size <= rte_pktmbuf_tailroom(m) && single_len - hdr_size < lend_min_len) {
-      const uint32_t pkt_len = single_len - hdr_size;
-      VirtioNetHdr hdr;
-      std::memcpy(&hdr, single, sizeof(hdr));
-      std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), single + hdr_size, pkt_len);
-      m->data_len = static_cast<uint16_t>(pkt_len);
-      m->pkt_len = pkt_len;
+    bool dropped = false;
+    uint32_t pkt_len = single_len - hdr_size;
+    if (copy_single_buffer(single, single_len, hdr_size, lend_min_len, m, stats, &dropped)) {
       ring.put_used(head, 0);
       ++consumed;
-      if ((hdr.flags != 0 || hdr.gso_type != kNetHdrGsoNone) && !apply_guest_tx_offload(hdr, m)) {
-        rte_pktmbuf_reset(m);  // reused for the next packet
-        stats.count_drop(DropReason::kBadOffloadRequest);
-        continue;
-      }
-      ++out;
-      result.bytes += pkt_len;
-      stats.count_packet(pkt_len, rte_pktmbuf_mtod(m, const uint8_t*));
+      if (dropped) continue;
       if (zero_copy != nullptr) ++stats.zero_copy_copied;
-      if (result.bytes >= max_bytes) break;
-      continue;
-    }
-    iov.clear();
-    // One descriptor, already read and translated above (a packet to lend, or one that does not
-    // fit the head mbuf): no second walk of the chain.
-    const ChainError error = single != nullptr && iov.push(single, single_len)
-                                 ? ChainError::kNone
-                                 : reader.read(head, ChainAccess::kDeviceReads, iov);
-    const uint64_t chain_len = iov.total_len();
-    DropReason drop = DropReason::kCount;
-    if (error != ChainError::kNone || chain_len < hdr_size) {
-      drop = DropReason::kInvalidDescriptor;
-    } else if (chain_len - hdr_size < RTE_ETHER_HDR_LEN) {
-      drop = DropReason::kRunt;
-    } else if (chain_len - hdr_size > kMaxFrameLen) {
-      drop = DropReason::kTooLarge;
-    }
-    if (drop == DropReason::kCount) {
-      const uint32_t pkt_len = static_cast<uint32_t>(chain_len - hdr_size);
-      VirtioNetHdr hdr;
-      IoVecCursor cursor(iov);
-      cursor.read(&hdr, sizeof(hdr));  // legacy and 1.x share these 10 bytes
-      cursor.skip(hdr_size - sizeof(hdr));
-      bool limit_hit = false;
-      if (pkt_len >= lend_min_len && offload_fits_head(hdr)) {
-        const LendResult lent =
-            lend_packet(iov, hdr_size, pkt_len, head, m, stash, *zero_copy, dma_ready);
-        if (lent == LendResult::kLent) {
-          // The chain goes back to the guest when its last mbuf is freed, not now.
-          ++consumed;
-          if (!apply_guest_tx_offload(hdr, m)) {
-            // Freeing it completes the lent chain (returned with the next burst); a fresh mbuf
-            // takes its place.
-            rte_pktmbuf_free(m);
-            pkts[out] = pkts[allocated - 1];
-            --allocated;
-            stats.count_drop(DropReason::kBadOffloadRequest);
-            continue;
-          }
-          ++out;
-          result.bytes += pkt_len;
-          stats.count_packet(pkt_len, rte_pktmbuf_mtod(m, const uint8_t*));
-          ++stats.zero_copy_packets;
-          if (result.bytes >= max_bytes) break;
-          continue;
-        }
-        if (lent == LendResult::kPoolEmpty) {
-          pool_empty = true;
-          break;  // this packet stays in the guest's ring
-        }
-        limit_hit = lent == LendResult::kNoSlot;
-        // Waiting needs a lent chain to come back: on a ring too small to lend from (limit 0)
-        // nothing ever would, and the queue would stop for good.
-        if (limit_hit && !lending.fallback && zero_copy->in_flight() > 0) {
-          ++stats.zero_copy_limit_waits;
-          result.lending_full = true;  // the owner asks lazy NIC tx queues for the lent chains
-          break;  // this packet stays in the guest's ring until a lent chain comes back
-        }
-      }
-      const CopyResult copied = copy_chain_to_mbuf(cursor, pkt_len, m, stash);
-      if (copied == CopyResult::kPoolEmpty) {
+    } else {
+      const ChainOutcome outcome = dequeue_chain(ctx, head, single, single_len, m, &pkt_len, result);
+      if (outcome == ChainOutcome::kPoolEmpty) {
         pool_empty = true;
         break;  // this packet stays in the guest's ring
       }
-      if (copied == CopyResult::kOk && !apply_guest_tx_offload(hdr, m)) {
-        if (m->next != nullptr) rte_pktmbuf_free(m->next);
-        rte_pktmbuf_reset(m);  // reused for the next packet
-        drop = DropReason::kBadOffloadRequest;
-      } else if (copied == CopyResult::kOk) {
-        if (zero_copy != nullptr) ++stats.zero_copy_copied;
-        if (limit_hit) {
-          ++stats.zero_copy_limit_copies;  // counted once the copy is made
-          result.lending_full = true;
-        }
-        ++out;
-        result.bytes += pkt_len;
-        stats.count_packet(pkt_len, rte_pktmbuf_mtod(m, const uint8_t*));
-      } else {
-        rte_pktmbuf_reset(m);  // reused for the next packet
-        drop = DropReason::kTooLarge;
+      if (outcome == ChainOutcome::kLendWait) break;
+      // Nothing is written into a TX buffer; a lent chain goes back when its mbufs are freed.
+      if (outcome != ChainOutcome::kLent && outcome != ChainOutcome::kLentDropped) {
+        ring.put_used(head, 0);
       }
+      ++consumed;
+      if (outcome == ChainOutcome::kLentDropped) {
+        pkts[out] = pkts[allocated - 1];  // a fresh mbuf takes the freed one's place
+        --allocated;
+        continue;
+      }
+      if (outcome == ChainOutcome::kDropped) continue;
     }
-    if (drop != DropReason::kCount) stats.count_drop(drop);
-    ring.put_used(head, 0);  // nothing is written into a TX buffer
-    ++consumed;
+    ++out;
+    result.bytes += pkt_len;
+    stats.count_packet(pkt_len, rte_pktmbuf_mtod(m, const uint8_t*));
     if (result.bytes >= max_bytes) break;
   }
   ring.consume(consumed);

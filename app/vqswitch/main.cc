@@ -134,7 +134,7 @@ uint64_t now_ms() {
 // The control side while the lcores forward: live statistics, bridge aging, the control socket,
 // the run's end. Waits in poll() on the signals (a signalfd), the control socket and its clients.
 void control(Switch& sw, const Options& options, vqs::app::ControlServer& server,
-             vqs::app::LoadSampler& load) {
+             vqs::app::LoadSampler& load, vqs::app::RxqBalancer& balancer) {
   vqs::app::StatsReport report(sw);
   const bool live = sw.config().stats_interval_s > 0 && (options.stats || isatty(STDOUT_FILENO));
   const uint64_t start = now_ms();
@@ -160,6 +160,7 @@ void control(Switch& sw, const Options& options, vqs::app::ControlServer& server
     const uint64_t now = now_ms();
     server.handle(fds, 1, now);
     load.sample(now);
+    balancer.tick(now);
     if (options.duration_s > 0 && static_cast<double>(now - start) / 1000.0 >= options.duration_s) {
       stop_requested.store(true);
       sw.wake_all();
@@ -187,7 +188,8 @@ int run_switch(const Config& config, const Plan& plan, const Options& options) {
     return 1;
   }
   vqs::app::LoadSampler load(*sw);
-  vqs::app::ControlCommands commands(*sw, load);
+  vqs::app::RxqBalancer balancer(*sw, load);
+  vqs::app::ControlCommands commands(*sw, load, balancer);
   const std::unique_ptr<vqs::app::ControlServer> server = vqs::app::ControlServer::create(
       config.control_socket(), config.control.access,
       [&](const std::vector<std::string>& args) { return commands.run(args); }, &error);
@@ -200,7 +202,7 @@ int run_switch(const Config& config, const Plan& plan, const Options& options) {
               sw->ports().size(), sw->lcores().size(), server->path().c_str(),
               options.duration_s > 0 ? "" : " until SIGINT/SIGTERM");
   std::fflush(stdout);
-  sw->run(stop_requested, [&] { control(*sw, options, *server, load); });
+  sw->run(stop_requested, [&] { control(*sw, options, *server, load, balancer); });
   const sigset_t signals = stop_signals();
   pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);  // a signal now ends the clean-up
   // After every loop has flushed and stopped: nothing is counted any more.

@@ -24,6 +24,7 @@ struct NotifyPolicy {
   uint32_t refill_threshold = 0;
 
   bool coalescing() const { return coalesce_packets != 0 || coalesce_usecs != 0; }
+  bool operator==(const NotifyPolicy&) const = default;
   // Within the limits above (what devargs and the switch's config accept).
   bool valid() const {
     return coalesce_packets <= kMaxCoalescePackets && coalesce_usecs <= kMaxCoalesceUsecs &&

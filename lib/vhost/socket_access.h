@@ -15,6 +15,7 @@ namespace vqs {
 struct SocketAccess {
   std::optional<mode_t> mode;  // permission bits only (0..0777)
   std::optional<gid_t> group;
+  bool operator==(const SocketAccess&) const = default;
 };
 
 // "0660" or "660": octal permission bits, nothing above 0777 (no setuid, setgid or sticky).

@@ -32,6 +32,7 @@ struct VhostPortOptions {
   uint32_t zero_copy_min_len = kDefaultZeroCopyMinLen;
   // At the limit, copy (true) or wait for a lent chain to come back (benchmarks only).
   bool zero_copy_fallback = true;
+  bool operator==(const VhostPortOptions&) const = default;
 };
 
 // A numeric option's limits, as both parsers check and word them.

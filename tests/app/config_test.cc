@@ -13,6 +13,7 @@
 
 #include "config/config.h"
 #include "config/plan.h"
+#include "config/reload_plan.h"
 
 namespace vqs::app {
 namespace {
@@ -797,6 +798,140 @@ forwarding: {mode: xconnect, pairs: [[a, b]]}
   CHECK(parse_port(xconnect, "{name: c, type: ethdev, device: net_null2, vlan: {mode: access}}",
                    "add-port", &error) == std::nullopt);
   CHECK(error == "add-port:1:44: port.vlan: only in bridge mode (forwarding.mode is xconnect)");
+}
+
+// The switch as started from `config`: each planned queue where the plan put it.
+RunningSwitch running_from(const Config& config) {
+  RunningSwitch now;
+  now.config = config;
+  const Plan plan = plan_ok(config);
+  for (const PlannedLcore& l : plan.lcores) {
+    now.busy_poll.emplace_back(l.lcore, l.busy_poll_us);
+    for (const PlannedRxQueue& q : l.rx)
+      now.queues.push_back({config.ports[q.port].name, q.queue, l.lcore, q.weight});
+  }
+  return now;
+}
+
+constexpr const char* kReloadBase = R"(version: 1
+eal: {cores: "0-2", memory_mb: 256}
+ports:
+  - {name: a, type: ethdev, device: net_null0}
+  - {name: b, type: ethdev, device: net_null1}
+  - {name: c, type: vhost, socket: /tmp/c.sock}
+  - {name: d, type: vhost, socket: /tmp/d.sock}
+lcores:
+  - {lcore: 1, rx: [a:0, c:0]}
+  - {lcore: 2, rx: [b:0, d:0]}
+forwarding: {mode: xconnect, pairs: [[a, b], [c, d]]}
+)";
+
+std::string edited(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+TEST_CASE("reload: ports added, removed and re-created, weights, busy-poll and pairs") {
+  const Config started = parse_ok(R"(version: 1
+eal: {cores: "0-2", memory_mb: 256}
+ports:
+  - {name: a, type: ethdev, device: net_null0}
+  - {name: b, type: ethdev, device: net_null1}
+  - {name: c, type: vhost, socket: /tmp/c.sock}
+  - {name: a2, type: ethdev, device: net_null2}
+lcores:
+  - {lcore: 1, rx: [a:0, c:0]}
+  - {lcore: 2, rx: [b:0, a2:0]}
+forwarding: {mode: xconnect, pairs: [[a, b], [c, a2]]}
+)");
+  RunningSwitch now = running_from(started);
+  std::string error;
+  SECTION("the same file: nothing to do") {
+    const std::optional<ReloadPlan> plan = plan_reload(now, started, &error);
+    INFO(error);
+    REQUIRE(plan);
+    CHECK(plan->empty());
+  }
+  SECTION("a2 goes, d comes on lcore 2, c's notify settings change, b's weight too") {
+    const Config next = parse_ok(R"(version: 1
+eal: {cores: "0-2", memory_mb: 256}
+ports:
+  - {name: a, type: ethdev, device: net_null0}
+  - {name: b, type: ethdev, device: net_null1, weight: {packets: 8}}
+  - {name: c, type: vhost, socket: /tmp/c.sock, notify_coalesce: {packets: 4}}
+  - {name: d, type: vhost, socket: /tmp/d.sock}
+lcores:
+  - {lcore: 1, rx: [a:0, c:0], busy_poll_us: 50}
+  - {lcore: 2, rx: [b:0, d:0]}
+forwarding: {mode: xconnect, pairs: [[a, b], [c, d]]}
+)");
+    const std::optional<ReloadPlan> plan = plan_reload(now, next, &error);
+    INFO(error);
+    REQUIRE(plan);
+    CHECK(plan->removed == std::vector<std::string>{"c", "a2"});
+    CHECK(plan->recreated == std::vector<std::string>{"c"});
+    REQUIRE(plan->added.size() == 2);
+    CHECK(plan->added[0].port.name == "c");
+    CHECK(plan->added[0].rx_lcores == std::vector<std::optional<unsigned>>{1u});
+    CHECK(plan->added[1].port.name == "d");
+    CHECK(plan->added[1].rx_lcores == std::vector<std::optional<unsigned>>{2u});
+    REQUIRE(plan->weights.size() == 1);
+    CHECK(plan->weights[0].port == "b");
+    CHECK(plan->weights[0].weight.packets == 8);
+    CHECK(plan->busy_poll == std::vector<std::pair<unsigned, std::optional<uint32_t>>>{{1u, 50u}});
+    CHECK(plan->pairs_change);
+  }
+}
+
+TEST_CASE("reload: settings fixed at start are refused, naming their key and line") {
+  const Config started = parse_ok(kReloadBase);
+  const RunningSwitch now = running_from(started);
+  auto refusal = [&](const std::string& text) {
+    std::string error;
+    Config next = parse_ok(text);
+    next.file = "t.yaml";
+    return plan_reload(now, next, &error) ? std::string("(planned)") : error;
+  };
+  CHECK(refusal(edited(kReloadBase, "memory_mb: 256", "memory_mb: 512")) ==
+        "t.yaml:2:32: eal.memory_mb: cannot change while vqswitch runs (restart it to): was 256, "
+        "now 512");
+  CHECK(refusal(edited(kReloadBase, "version: 1\n", "version: 1\nburst: 16\n")) ==
+        "t.yaml:2:8: burst: cannot change while vqswitch runs (restart it to): was 32, now 16");
+  CHECK(refusal(edited(kReloadBase, "{lcore: 2, rx: [b:0, d:0]}", "{lcore: 0, rx: [b:0, d:0]}")).find(
+            "lcores: cannot change while vqswitch runs (restart it to): forwarding lcores 1-2, "
+            "now 0-1") != std::string::npos);
+  CHECK(refusal(edited(edited(kReloadBase, "rx: [a:0, c:0]", "rx: [a:0]"), "rx: [b:0, d:0]",
+                       "rx: [b:0, d:0, c:0]")) ==
+        "t.yaml:10:31: lcores[1].rx[2]: cannot change while vqswitch runs (restart it to): c:0 is "
+        "polled by lcore 1; moving a queue");
+  CHECK(refusal(edited(kReloadBase, "mode: xconnect, pairs: [[a, b], [c, d]]", "mode: bridge"))
+            .find("forwarding.mode: cannot change while vqswitch runs (restart it to): was "
+                  "xconnect, now bridge") != std::string::npos);
+}
+
+TEST_CASE("rxq_assign and auto_balance") {
+  const std::string base = R"(version: 1
+ports:
+  - {name: a, type: ethdev, device: net_null0}
+forwarding: {mode: bridge}
+)";
+  const Config plain = parse_ok(base);
+  CHECK(plain.rxq_assign == RxqAssign::kRoundRobin);
+  CHECK_FALSE(plain.auto_balance.enabled);
+  const Config cycles = parse_ok(base + "rxq_assign: cycles\nauto_balance: {enabled: true, "
+                                        "threshold_pct: 10, interval_s: 30}\n");
+  CHECK(cycles.rxq_assign == RxqAssign::kCycles);
+  CHECK(cycles.auto_balance.enabled);
+  CHECK(cycles.auto_balance.threshold_pct == 10);
+  CHECK(cycles.auto_balance.interval_s == 30);
+  CHECK(parse_error(base + "auto_balance: {enabled: true}\n") ==
+        "t.yaml:5:25: auto_balance.enabled: needs rxq_assign: cycles (queues move by their "
+        "measured load)");
+  CHECK(parse_error(base + "rxq_assign: group\n") ==
+        "t.yaml:5:13: rxq_assign: must be roundrobin or cycles, got \"group\"");
+  CHECK(parse_error(base + "rxq_assign: cycles\nauto_balance: {interval_s: 1}\n") ==
+        "t.yaml:6:28: auto_balance.interval_s: must be 10..86400, got 1");
 }
 
 }  // namespace

@@ -175,6 +175,43 @@ err=$("$ctl" -s "$sock" add-port '{name: n5, type: ethdev, device: net_nosuch5}'
 check "show after the runtime ports: n0 and n1" '[p["name"] for p in j["ports"]] == ["n0", "n1"]' \
   <"$work/show.json"
 
+# reload: the file gains n2 and n3 (a pair) and a weight on n0; then an EAL change is refused
+# with nothing applied; then the file as it was takes them away again.
+cp "$work/run.yaml" "$work/run.yaml.orig"
+sed -i -e 's|  - {name: n0, type: ethdev, device: net_null0}|  - {name: n0, type: ethdev, device: net_null0, weight: {packets: 16}}|' \
+  -e 's|  - {name: n1, type: ethdev, device: net_null1}|&\n  - {name: n2, type: ethdev, device: net_null2}\n  - {name: n3, type: ethdev, device: net_null3}|' \
+  -e 's|pairs: \[\[n0, n1\]\]|pairs: [[n0, n1], [n3, n2]]|' "$work/run.yaml"
+"$ctl" -s "$sock" reload --json >"$work/reload.json" || fail "reload: $(cat "$work/reload.json")"
+check "reload --json: n2 and n3 added and paired, n0's weight" \
+  'j["added"] == ["n2", "n3"] and j["removed"] == [] and ["n3", "n2"] in j["pairs"] and
+   {"port": "n0", "queue": 0, "weight_packets": 16, "weight_bytes": 262144} in j["weights"]' \
+  <"$work/reload.json"
+sleep 0.3
+[ "$(stat_of n2 tx_packets)" -gt 0 ] || fail "n2 gets nothing from n3 after reload"
+"$ctl" -s "$sock" rxq-show --json >"$work/rxq.json"
+check "rxq-show: n0's weight from the file" \
+  '[q["weight_packets"] for q in j["rx_queues"] if q["port"] == "n0"] == [16]' <"$work/rxq.json"
+out=$("$ctl" -s "$sock" reload)
+[ "$out" = "$(printf 'reloaded %s\nno change' "$work/run.yaml")" ] || fail "reload unchanged: '$out'"
+sed -i -e 's|memory_mb: 256|memory_mb: 512|' "$work/run.yaml"
+err=$("$ctl" -s "$sock" reload 2>&1 >/dev/null)
+[ $? -eq 1 ] || fail "reload with an EAL change: exit status"
+[ "$err" = "vqswitchctl: reload: $work/run.yaml:2:47: eal.memory_mb: cannot change while vqswitch runs (restart it to): was 256, now 512" ] ||
+  fail "reload with an EAL change: '$err'"
+"$ctl" -s "$sock" show --json >"$work/show.json"
+check "a refused reload applies nothing" '[p["name"] for p in j["ports"]] == ["n0", "n1", "n2", "n3"]' \
+  <"$work/show.json"
+cp "$work/run.yaml.orig" "$work/run.yaml"
+"$ctl" -s "$sock" reload --json >"$work/reload.json" || fail "reload back: $(cat "$work/reload.json")"
+check "reload back: n2 and n3 removed, n0's weight the default again" \
+  'sorted(j["removed"]) == ["n2", "n3"] and j["added"] == [] and
+   j["weights"][0]["weight_packets"] == 64' <"$work/reload.json"
+
+# rxq-rebalance with one forwarding lcore: nothing can move.
+"$ctl" -s "$sock" rxq-rebalance --json >"$work/rebalance.json" || fail "rxq-rebalance: exit $?"
+check "rxq-rebalance --json: one lcore, nothing moved" \
+  'j["assign"] == "roundrobin" and j["moved"] == [] and "not_moved" in j' <"$work/rebalance.json"
+
 # A request that never ends is cut off; the switch keeps answering.
 python3 -c 'import socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.send(b"show"); time.sleep(3)' "$sock" &

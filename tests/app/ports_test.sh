@@ -67,9 +67,12 @@ echo "start tx_first" >&3
 sleep 2
 
 # A guest on the added port x: txonly to its own MAC, so the bridge (which learns x's MAC on x)
-# drops what it sends as no_route, on x, and vm0 and vm1 see none of it.
+# drops what it sends as no_route, on x, and vm0 and vm1 see none of it. With -m 512 its memory
+# is all there at start: with less, testpmd allocates more while starting and virtio_user sends
+# a second SET_MEM_TABLE mid-run, after which x was seen, rarely, never to be polled again (a
+# bug of its own, open in issue 19's notes).
 guest_x() {
-  timeout -s INT "$1" dpdk-testpmd -l 0,1 --main-lcore 1 --file-prefix "$tag-gx" -m 256 --no-pci \
+  timeout -s INT "$1" dpdk-testpmd -l 0,1 --main-lcore 1 --file-prefix "$tag-gx" -m 512 --no-pci \
     --single-file-segments --vdev "net_virtio_user0,path=$run/x.sock,queue_size=256,mac=$macx" \
     --log-level "*:warning" -- --forward-mode=txonly --eth-peer="0,$macx" --nb-cores=1 \
     --auto-start </dev/null >"$run/gx.log" 2>&1
@@ -87,17 +90,20 @@ for i in $(seq "$rounds"); do
   added=$((added + 1))
   if [ $((i % 40)) -eq 1 ]; then
     # A guest connects and sends; it is still connected when the port goes.
-    guest_x 6 &
+    # Its start-up shares a CPU with the two guests' polling: give it time.
+    guest_x 60 &
     gx=$!
-    for _ in $(seq 50); do
+    for _ in $(seq 300); do
       ctl stats x --json 2>/dev/null | grep -q '"rx_packets": [1-9]' && break
       sleep 0.1
     done
+    ctl stats x --json 2>/dev/null | grep -q '"rx_packets": [1-9]' || { ctl rxq-show; ctl show; }
     ctl del-port x --json >"$run/del.json" 2>&1 || fail "round $i: del-port with a guest: $(cat "$run/del.json")"
     check "round $i: x received from its guest, and dropped it as no_route (its own MAC)" \
       'j["deleted"] == "x" and j["final"]["rx_packets"] > 0 and
        j["final"]["drops_by_reason"]["no_route"] > 0' <"$run/del.json" ||
-      { cat "$run/gx.log"; tail -n 20 "$run/switch.log"; }
+      { cat "$run/gx.log"; grep -a "x.sock\|^vq" "$run/switch.log" | tail -n 60; }
+    pkill -INT -f -- "--file-prefix $tag-gx"
     wait "$gx"
     with_guest=$((with_guest + 1))
   elif ! ctl del-port x >"$run/del.out" 2>&1; then

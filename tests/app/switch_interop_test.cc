@@ -229,7 +229,8 @@ TEST_CASE("bridge: two virtio_user guests exchange frames of 60..9018 bytes, eve
   // What vqswitchctl would show: both MACs learned on their ports; the guests' features; the
   // counters. A flush empties the table (no traffic now to learn again).
   LoadSampler load(sw.get());
-  ControlCommands commands(sw.get(), load);
+  RxqBalancer balancer(sw.get(), load);
+  ControlCommands commands(sw.get(), load, balancer);
   auto run = [&](std::vector<std::string> args) {
     const ControlReply reply = commands.run(args);
     INFO(reply.text);

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/lcore_loop.h"
+#include "core/rxq_balance.h"
 #include "core/weighted_poller.h"
 #include "counting_dma_vdev.h"
 #include "datapath/eal_dma_registrar.h"
@@ -597,6 +598,96 @@ TEST_CASE("tx buffers: an output added past the end and removed with work deferr
   CHECK(z.housekeeping_calls == 1);
   (void)tx.release_sent();  // skips the holes
   z.free_sent();
+}
+
+TEST_CASE("rx queues by cycles: largest first onto the least loaded lcore; pinned ones stay") {
+  // Five queues of known cost, all on lcore 0 of two.
+  std::vector<QueueLoad> queues = {{100, 0, false}, {60, 0, false}, {40, 0, false},
+                                   {30, 0, false},  {10, 0, false}};
+  const std::vector<bool> both = {true, true};
+  const std::vector<size_t> placed = assign_by_cycles(queues, both);
+  CHECK(placed == std::vector<size_t>{0, 1, 1, 0, 1});
+  CHECK(lcore_loads(queues, placed, 2) == std::vector<uint64_t>{130, 110});
+  const std::vector<size_t> now(5, 0);
+  CHECK(improvement_pct(lcore_loads(queues, now, 2), lcore_loads(queues, placed, 2)) ==
+        Approx(100.0 * (14400 - 100) / 14400));
+  // Already even: no improvement, and ties keep each queue where it is.
+  queues = {{50, 0, false}, {50, 1, false}};
+  CHECK(assign_by_cycles(queues, both) == std::vector<size_t>{0, 1});
+  CHECK(improvement_pct({50, 50}, {50, 50}) == 0);
+  // A queue pinned on lcore 1 (an lcore without rx: auto) stays and counts there; lcore 1 takes
+  // no other queue.
+  queues = {{100, 1, true}, {70, 0, false}, {20, 0, false}};
+  CHECK(assign_by_cycles(queues, {true, false}) == std::vector<size_t>{1, 0, 0});
+  queues[0].pinned = false;  // on an auto lcore now: the 70 and 20 go to lcore 0 beside nothing
+  CHECK(assign_by_cycles(queues, both) == std::vector<size_t>{1, 0, 0});
+  // In turn: movable queues dealt over the lcores that take them.
+  queues = {{1, 0, false}, {1, 0, false}, {1, 1, true}, {1, 0, false}};
+  CHECK(assign_round_robin(queues, {true, true}) == std::vector<size_t>{0, 1, 1, 0});
+}
+
+TEST_CASE("an rx queue moves between two running lcores with its slot and counters") {
+  Pool pool;
+  const unsigned full = pool.available();
+  {
+    FakePort a("a", 0, 2, 2, true), b("b", 1, 1, 2, true);
+    Forwarding forwarding;
+    forwarding.xconnect_peer = {1, 0};
+    auto make = [&](unsigned lcore, uint16_t slot, std::vector<RxSlot> rx, LcoreSignals* signals) {
+      std::vector<TxBufferSet::Output> outs(2);
+      outs[0].port = &a;
+      outs[0].queue = slot;
+      outs[1].port = &b;
+      outs[1].queue = slot;
+      return std::make_unique<LcoreLoop>(lcore, slot, std::move(rx),
+                                         TxBufferSet(std::move(outs), 32), &forwarding,
+                                         std::nullopt, 32, signals);
+    };
+    std::vector<RxSlot> rx0(2), rx1(1);
+    rx0[0].port = &a;
+    rx0[1].port = &a;
+    rx0[1].queue = 1;
+    rx0[1].weight = Weight{5, 5000};
+    rx0[1].visits_ended_empty = 42;  // a counter that must move with it
+    rx1[0].port = &b;
+    LcoreSignals signals;
+    std::unique_ptr<LcoreLoop> l0 = make(1, 0, std::move(rx0), &signals);
+    std::unique_ptr<LcoreLoop> l1 = make(2, 1, std::move(rx1), &signals);
+    std::atomic<bool> stop{false};
+    std::thread t0([&] { l0->run(stop); }), t1([&] { l1->run(stop); });
+
+    std::vector<RxSlot> released;
+    released.reserve(1);
+    LcoreChange leave;
+    leave.release_rx.emplace_back(0, 1);
+    leave.released = &released;
+    REQUIRE(l0->apply(std::move(leave), 2000));
+    REQUIRE(released.size() == 1);
+    LcoreChange join;
+    join.add_rx = released;
+    REQUIRE(l1->apply(std::move(join), 2000));
+    stop.store(true);
+    l0->wake();
+    l1->wake();
+    t0.join();
+    t1.join();
+
+    REQUIRE(l0->poller().slots().size() == 1);
+    REQUIRE(l1->poller().slots().size() == 2);
+    const RxSlot& moved = l1->poller().slots()[1];
+    CHECK(moved.port == &a);
+    CHECK(moved.queue == 1);
+    CHECK(moved.weight.packets == 5);
+    CHECK(moved.visits_ended_empty >= 42);
+    // Polled by lcore 2 now: its packets reach b on lcore 2's tx queue (1).
+    for (int i = 0; i < 7; ++i) a.inject(1, pool.packet(64, 0xa));
+    CHECK(l0->poll_once(rte_rdtsc()) == 0);
+    CHECK(l1->poll_once(rte_rdtsc()) == 5);  // its weight
+    CHECK(b.sent(1).size() == 5);
+    CHECK(l1->poll_once(rte_rdtsc()) == 2);
+    b.free_sent();
+  }
+  CHECK(pool.available() == full);
 }
 
 TEST_CASE("a guest queue at its zero-copy limit has the lcore's NIC queues free what they sent") {

@@ -150,7 +150,7 @@ void Loader::load(const YAML::Node& root, bool empty) {
   if (!root.IsMap()) fail(top, "expected a mapping at the top level, got " + describe(root));
   MapView m(*this, top,
             {"version", "eal", "mbufs", "burst", "stats_interval_s", "control", "ports", "lcores",
-             "forwarding"});
+             "rxq_assign", "auto_balance", "forwarding"});
 
   const Value& version = m.require("version");
   if (read_integer(version) != kConfigVersion)
@@ -191,6 +191,20 @@ void Loader::load(const YAML::Node& root, bool empty) {
       fail(*v, "must have 1.." + std::to_string(kMaxLcores) + " entries, got " +
                    std::to_string(lcores.size()) + " (leave lcores out for the default placement)");
     for (const Value& lcore : lcores) read_lcore(lcore);
+  }
+
+  if (const Value* v = m.find("rxq_assign"))
+    config_.rxq_assign =
+        read_choice(*v, {"roundrobin", "cycles"}) == 0 ? RxqAssign::kRoundRobin : RxqAssign::kCycles;
+  if (const Value* v = m.find("auto_balance")) {
+    expect_map(*v);
+    MapView ab(*this, *v, {"enabled", "threshold_pct", "interval_s"});
+    AutoBalanceConfig& b = config_.auto_balance;
+    if (const Value* e = ab.find("enabled")) b.enabled = read_bool(*e);
+    if (const Value* t = ab.find("threshold_pct")) b.threshold_pct = read_int(*t, 1, 100);
+    if (const Value* i = ab.find("interval_s")) b.interval_s = read_int(*i, 10, 86400);
+    if (b.enabled && config_.rxq_assign != RxqAssign::kCycles)
+      fail(*ab.find("enabled"), "needs rxq_assign: cycles (queues move by their measured load)");
   }
 
   if (fw.mode == ForwardingMode::kXconnect) {

@@ -45,6 +45,7 @@ constexpr uint32_t kMaxBusyPollUs = 10000000;
 struct Weight {
   uint32_t packets = kDefaultPacketWeight;
   uint32_t bytes = kDefaultByteWeight;
+  bool operator==(const Weight&) const = default;
 };
 
 enum class VlanMode { kNone, kAccess, kTrunk };
@@ -54,6 +55,7 @@ struct VlanConfig {
   uint16_t access_vlan = 0;           // kAccess: 1..4094
   std::vector<uint16_t> trunk_vlans;  // kTrunk: allowed tagged VLANs, 1..4094, sorted, unique
   uint16_t native_vlan = 0;           // kTrunk: untagged frames belong to it; 0: dropped
+  bool operator==(const VlanConfig&) const = default;
 };
 
 enum class PortType { kVhost, kEthdev };
@@ -82,6 +84,7 @@ struct PortConfig {
   uint16_t mtu = 0;             // 0: leave the device's
 
   int line = 0;  // 1-based, where the port's entry starts (for messages after parsing)
+  bool operator==(const PortConfig&) const = default;
 };
 
 // One rx queue an lcore polls, with its weight (the port's unless overridden).
@@ -118,6 +121,17 @@ struct EalConfig {
   std::vector<std::string> args;  // appended as they are
 };
 
+// How rx queues are dealt to lcores with rx: auto when they are placed again (rxq-rebalance,
+// auto_balance): in turn, or by their measured busy cycles (OVS's pmd-rxq-assign).
+enum class RxqAssign { kRoundRobin, kCycles };
+// OVS's pmd-auto-lb: every interval_s, queues move when that spreads the lcores' load more
+// evenly by at least threshold_pct (the variance of their busy cycles, reduced by that much).
+struct AutoBalanceConfig {
+  bool enabled = false;
+  uint32_t threshold_pct = 25;
+  uint32_t interval_s = 60;
+};
+
 // The control socket vqswitchctl talks to (docs/operations.md).
 struct ControlConfig {
   std::string socket;   // empty: kControlDir/<eal.file_prefix>.ctl
@@ -135,6 +149,8 @@ struct Config {
   ControlConfig control;
   std::vector<PortConfig> ports;
   std::vector<LcoreConfig> lcores;  // empty: every EAL lcore but main forwards, rx: auto
+  RxqAssign rxq_assign = RxqAssign::kRoundRobin;
+  AutoBalanceConfig auto_balance;
   ForwardingConfig forwarding;
   // Key path ("ports[1].queues", "lcores[0].rx[2]") -> where its value starts, for every value the
   // loader read, so that later stages (plan, start-up) can blame the line that caused a problem.

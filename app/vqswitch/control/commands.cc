@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "config/reload_plan.h"
 #include "ports/ethdev_port.h"
 #include "ports/guest_port.h"
 
@@ -91,6 +92,12 @@ std::string ControlCommands::usage() {
          "                       (YAML flow style); xconnect: --peer pairs it with PORT\n"
          "  del-port PORT        take PORT out of forwarding and remove it\n"
          "  add-pair PORT PORT   xconnect: pair two ports that have no peer\n"
+         "  rxq-rebalance        place the rx queues of rx: auto lcores again (rxq_assign: "
+         "by\n"
+         "                       the last interval's busy cycles, or in turn)\n"
+         "  reload               read the config file again and apply what changed (ports, "
+         "weights,\n"
+         "                       busy-poll, pairs); settings fixed at start are refused\n"
          "  help                 this list\n";
 }
 
@@ -114,6 +121,20 @@ ControlReply ControlCommands::run(const std::vector<std::string>& args) {
     return ControlReply{true, json ? j.dump(2) + "\n" : text(j)};
   };
   if (clear && command != "stats") return fail(command + ": unknown option --clear");
+  if (command == "rxq-rebalance") {
+    if (operands > 0) return fail("rxq-rebalance: unexpected argument '" + words.back() + "'");
+    std::string error;
+    const std::optional<Json> j = rxq_rebalance(&error);
+    if (!j) return fail("rxq-rebalance: " + error);
+    return reply(*j, rxq_rebalance_text);
+  }
+  if (command == "reload") {
+    if (operands > 0) return fail("reload: unexpected argument '" + words.back() + "'");
+    std::string error;
+    const std::optional<Json> j = reload(&error);
+    if (!j) return fail("reload: " + error);
+    return reply(*j, reload_text);
+  }
   if (command == "add-port" || command == "del-port" || command == "add-pair") {
     std::string error;
     const std::vector<std::string> rest(words.begin() + 1, words.end());
@@ -659,6 +680,126 @@ std::string topology_text(const Json& j) {
   }
   return cat({"paired ", j["paired"][0].get<std::string>(), " and ",
               j["paired"][1].get<std::string>(), "\n"});
+}
+
+std::optional<Json> ControlCommands::reload(std::string* error) {
+  const std::optional<Config> next = load_config(switch_.config().file, error);
+  if (!next) return std::nullopt;
+  const std::optional<ReloadPlan> plan = plan_reload(switch_.running_state(), *next, error);
+  if (!plan) return std::nullopt;
+  Json j;
+  j["file"] = switch_.config().file;
+  j["removed"] = Json::array();
+  j["added"] = Json::array();
+  j["recreated"] = plan->recreated;
+  j["weights"] = Json::array();
+  j["busy_poll"] = Json::array();
+  // Applied in order; a step that fails (a device that does not probe) ends the reload, and the
+  // reply says what was done before it.
+  auto stop = [&](const std::string& what) {
+    *error = what + " (applied before it: " + j.dump() + ")";
+    return std::nullopt;
+  };
+  for (const std::string& name : plan->removed) {
+    if (!switch_.del_port(name, [](uint16_t) {}, error)) return stop("del-port " + name + ": " + *error);
+    j["removed"].push_back(name);
+  }
+  for (const ReloadPlan::Added& a : plan->added) {
+    if (!switch_.add_port(a.port, "", error, &a.rx_lcores))
+      return stop("add-port " + a.port.name + ": " + *error);
+    j["added"].push_back(a.port.name);
+  }
+  if (plan->pairs_change) {
+    if (!switch_.set_pairs(plan->pairs, error)) return stop("forwarding.pairs: " + *error);
+    j["pairs"] = plan->pairs;
+  }
+  for (const auto& loop : switch_.lcores()) {
+    LcoreChange change;
+    const auto& slots = loop->poller().slots();
+    for (const PolledQueue& q : plan->weights) {
+      if (q.lcore != loop->lcore()) continue;
+      for (uint16_t s = 0; s < slots.size(); ++s)
+        if (slots[s].port->name() == q.port && slots[s].queue == q.queue) {
+          change.weights.emplace_back(s, q.weight);
+          Json w;
+          w["port"] = q.port;
+          w["queue"] = q.queue;
+          w["weight_packets"] = q.weight.packets;
+          w["weight_bytes"] = q.weight.bytes;
+          j["weights"].push_back(std::move(w));
+        }
+    }
+    for (const auto& [lcore, us] : plan->busy_poll) {
+      if (lcore != loop->lcore()) continue;
+      change.busy_poll_us = us;
+      Json b;
+      b["lcore"] = lcore;
+      b["busy_poll_us"] = us ? Json(*us) : Json(nullptr);
+      j["busy_poll"].push_back(std::move(b));
+    }
+    if ((change.weights.empty() && !change.busy_poll_us) ||
+        loop->apply(std::move(change), kApplyTimeoutMs))
+      continue;
+    return stop(cat({"lcore ", std::to_string(loop->lcore()),
+                     " has not taken the change yet (it will at its next pass)"}));
+  }
+  cleared_.clear();
+  return j;
+}
+
+std::string reload_text(const Json& j) {
+  std::string out;
+  auto list = [&](const char* what, const Json& names) {
+    if (names.empty()) return;
+    out += what;
+    for (const Json& n : names) out += cat({" ", n.get<std::string>()});
+    out += "\n";
+  };
+  list("removed:", j["removed"]);
+  list("added:", j["added"]);
+  list("recreated (settings changed):", j["recreated"]);
+  for (const Json& w : j["weights"])
+    out += format("weight %s:%u: packets %u bytes %u\n", w["port"].get<std::string>().c_str(),
+                  w["queue"].get<unsigned>(), w["weight_packets"].get<unsigned>(),
+                  w["weight_bytes"].get<unsigned>());
+  for (const Json& b : j["busy_poll"])
+    out += b["busy_poll_us"].is_null()
+               ? format("lcore %u: polls always\n", b["lcore"].get<unsigned>())
+               : format("lcore %u: sleeps after %u us idle\n", b["lcore"].get<unsigned>(),
+                        b["busy_poll_us"].get<unsigned>());
+  if (j.contains("pairs")) out += "xconnect pairs set again\n";
+  if (out.empty()) out = "no change\n";
+  return cat({"reloaded ", j["file"].get<std::string>(), "\n", out});
+}
+
+std::optional<Json> ControlCommands::rxq_rebalance(std::string* error) {
+  RxqBalancer::Result result;
+  if (!balancer_.rebalance(true, &result, error)) return std::nullopt;
+  Json j;
+  j["assign"] = switch_.config().rxq_assign == RxqAssign::kCycles ? "cycles" : "roundrobin";
+  j["improvement_pct"] = result.improvement_pct;
+  Json moves = Json::array();
+  for (const RxqBalancer::Move& m : result.moves) {
+    Json mv;
+    mv["port"] = m.port;
+    mv["queue"] = m.queue;
+    mv["from"] = m.from;
+    mv["to"] = m.to;
+    moves.push_back(std::move(mv));
+  }
+  j["moved"] = std::move(moves);
+  if (!result.why_not.empty()) j["not_moved"] = result.why_not;
+  return j;
+}
+
+std::string rxq_rebalance_text(const Json& j) {
+  if (j.contains("not_moved")) return cat({"nothing moved: ", j["not_moved"].get<std::string>(), "\n"});
+  std::string out;
+  for (const Json& m : j["moved"])
+    out += format("%s:%u: lcore %u -> %u\n", m["port"].get<std::string>().c_str(),
+                  m["queue"].get<unsigned>(), m["from"].get<unsigned>(), m["to"].get<unsigned>());
+  return out + format("the lcores' load variance %.0f %% lower\n",
+                      j["improvement_pct"].get<double>());
 }
 
 }  // namespace vqs::app

@@ -11,13 +11,15 @@
 
 #include "control/control_server.h"
 #include "control/load_sampler.h"
+#include "control/rxq_balancer.h"
 #include "core/switch.h"
 
 namespace vqs::app {
 
 class ControlCommands {
  public:
-  ControlCommands(Switch& sw, const LoadSampler& load) : switch_(sw), load_(load) {}
+  ControlCommands(Switch& sw, const LoadSampler& load, RxqBalancer& balancer)
+      : switch_(sw), load_(load), balancer_(balancer) {}
 
   // `args`: the command and its arguments, as vqswitchctl got them (`--json` anywhere after the
   // command asks for JSON).
@@ -43,11 +45,15 @@ class ControlCommands {
   std::optional<Json> add_port(const std::vector<std::string>& operands, std::string* error);
   std::optional<Json> del_port(const std::vector<std::string>& operands, std::string* error);
   std::optional<Json> add_pair(const std::vector<std::string>& operands, std::string* error);
+  // Re-reads the config file and applies the difference (plan_reload).
+  std::optional<Json> reload(std::string* error);
+  std::optional<Json> rxq_rebalance(std::string* error);
 
   Json port_stats(uint16_t port) const;
 
   Switch& switch_;
   const LoadSampler& load_;
+  RxqBalancer& balancer_;
   std::vector<Json> cleared_;  // by port: the stats `stats --clear` took as zero (null: none)
 };
 
@@ -60,5 +66,7 @@ std::string fdb_show_text(const nlohmann::ordered_json& j);
 std::string set_weight_text(const nlohmann::ordered_json& j);
 std::string set_busy_poll_text(const nlohmann::ordered_json& j);
 std::string topology_text(const nlohmann::ordered_json& j);
+std::string reload_text(const nlohmann::ordered_json& j);
+std::string rxq_rebalance_text(const nlohmann::ordered_json& j);
 
 }  // namespace vqs::app

@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include "ring/guest_notifier.h"
 
@@ -145,11 +146,21 @@ void LcoreLoop::apply_change(const LcoreChange& change) {
 }
 
 void LcoreLoop::change_ports(const LcoreChange& change) {
-  const bool rx_changes = change.stop_polling.has_value() || !change.add_rx.empty();
+  const bool rx_changes =
+      change.stop_polling.has_value() || !change.release_rx.empty() || !change.add_rx.empty();
   if (rx_changes && epoll_fd_ >= 0) watch_queues(false);  // the slots move: data pointers change
   std::vector<RxSlot>& slots = poller_.slots();
   if (change.stop_polling) {
     std::erase_if(slots, [&](const RxSlot& s) { return s.port->index() == *change.stop_polling; });
+  }
+  if (!change.release_rx.empty()) {
+    std::erase_if(slots, [&](const RxSlot& s) {
+      const bool moves =
+          std::find(change.release_rx.begin(), change.release_rx.end(),
+                    std::pair<uint16_t, uint16_t>(s.port->index(), s.queue)) != change.release_rx.end();
+      if (moves && change.released != nullptr) change.released->push_back(s);
+      return moves;
+    });
   }
   if (change.drop_output) tx_.remove_output(*change.drop_output);
   for (const auto& [port, output] : change.add_outputs) tx_.set_output(port, output);

@@ -70,6 +70,10 @@ struct LcoreChange {
                                                         // poll forever)
   // Runtime ports (docs/architecture.md, "Runtime ports").
   std::optional<uint16_t> stop_polling;  // a port index: its rx queues leave the lcore
+  // Rx queues (port index, queue) that move to another lcore: their slots, counters and all,
+  // are moved into `released` (its capacity reserved: the lcore allocates nothing).
+  std::vector<std::pair<uint16_t, uint16_t>> release_rx;
+  std::vector<RxSlot>* released = nullptr;
   std::optional<uint16_t> drop_output;   // a port index: nothing is sent to it any more
   std::vector<std::pair<uint16_t, TxBufferSet::Output>> add_outputs;  // by port index
   const Forwarding* forwarding = nullptr;  // forward by this table from now on

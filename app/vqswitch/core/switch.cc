@@ -450,7 +450,8 @@ bool Switch::mbufs_for(const PortConfig& port, std::string* error) const {
 }
 
 std::optional<uint16_t> Switch::add_port(const PortConfig& port, const std::string& peer,
-                                         std::string* error) {
+                                         std::string* error,
+                                         const std::vector<std::optional<unsigned>>* rx_lcores) {
   std::unique_lock lock(topology_mutex_);
   int peer_index = -1;
   if (!peer.empty()) {
@@ -520,12 +521,19 @@ std::optional<uint16_t> Switch::add_port(const PortConfig& port, const std::stri
   std::vector<size_t> load(lcores_.size());
   for (size_t i = 0; i < lcores_.size(); ++i) load[i] = lcores_[i]->poller().slots().size();
   for (uint16_t q = 0; q < created.rx_queue_count(); ++q) {
+    // The lcore id the file lists it on, or -1.
+    const int64_t listed = rx_lcores != nullptr && q < rx_lcores->size() && (*rx_lcores)[q]
+                               ? static_cast<int64_t>(*(*rx_lcores)[q])
+                               : -1;
     size_t best = SIZE_MAX;
     for (size_t i = 0; i < lcores_.size(); ++i) {
-      const bool takes = auto_rx_[lcores_[i]->slot()] ||
-                         std::none_of(auto_rx_.begin(), auto_rx_.end(), [](bool b) { return b; });
+      const bool takes =
+          listed >= 0 ? lcores_[i]->lcore() == static_cast<unsigned>(listed)
+                 : auto_rx_[lcores_[i]->slot()] ||
+                       std::none_of(auto_rx_.begin(), auto_rx_.end(), [](bool b) { return b; });
       if (takes && (best == SIZE_MAX || load[i] < load[best])) best = i;
     }
+    if (best == SIZE_MAX) best = 0;  // a listed lcore is a forwarding lcore (plan_reload)
     RxSlot slot;
     slot.port = &created;
     slot.queue = q;
@@ -607,14 +615,12 @@ bool Switch::del_port(const std::string& name, const std::function<void(uint16_t
 }
 
 bool Switch::add_pair(const std::string& a, const std::string& b, std::string* error) {
-  std::unique_lock lock(topology_mutex_);
   if (forwarding_->mode != ForwardingMode::kXconnect) {
     *error = "only in xconnect mode (forwarding.mode is bridge)";
     return false;
   }
-  const int ia = port_index(a);
-  const int ib = port_index(b);
-  for (const auto& [i, n] : {std::pair{ia, a}, std::pair{ib, b}}) {
+  for (const std::string& n : {a, b}) {
+    const int i = port_index(n);
     if (i < 0) {
       *error = "no port named " + n;
       return false;
@@ -624,17 +630,32 @@ bool Switch::add_pair(const std::string& a, const std::string& b, std::string* e
       return false;
     }
   }
-  if (ia == ib) {
-    *error = "port " + a + " paired with itself";
-    return false;
+  std::vector<std::pair<std::string, std::string>> pairs = running_config().forwarding.pairs;
+  pairs.emplace_back(a, b);
+  return set_pairs(pairs, error);
+}
+
+bool Switch::set_pairs(const std::vector<std::pair<std::string, std::string>>& pairs,
+                       std::string* error) {
+  std::unique_lock lock(topology_mutex_);
+  std::vector<int> peer(ports_.size(), -1);
+  for (const auto& [a, b] : pairs) {
+    const int ia = port_index(a);
+    const int ib = port_index(b);
+    if (ia < 0 || ib < 0) {
+      *error = "no port named " + (ia < 0 ? a : b);
+      return false;
+    }
+    if (ia == ib || peer[ia] >= 0 || peer[ib] >= 0) {
+      *error = "a port may be in one pair only, and not with itself: " + a + ", " + b;
+      return false;
+    }
+    peer[ia] = ib;
+    peer[ib] = ia;
   }
   const VlanMap* vlans = nullptr;
-  const Forwarding* next = next_forwarding(
-      [&](Forwarding& f) {
-        f.xconnect_peer[ia] = ib;
-        f.xconnect_peer[ib] = ia;
-      },
-      -1, &vlans, error);
+  const Forwarding* next =
+      next_forwarding([&](Forwarding& f) { f.xconnect_peer = peer; }, -1, &vlans, error);
   if (next == nullptr) return false;
   const bool applied = apply_to_lcores(
       [&](const LcoreLoop&) {
@@ -645,6 +666,48 @@ bool Switch::add_pair(const std::string& a, const std::string& b, std::string* e
       error);
   if (applied) retire_forwarding();
   return applied;
+}
+
+bool Switch::move_rx(const std::vector<RxMove>& moves, std::string* error) {
+  std::unique_lock lock(topology_mutex_);
+  std::vector<std::vector<RxSlot>> released(lcores_.size());
+  for (std::vector<RxSlot>& r : released) r.reserve(moves.size());
+  bool applied = apply_to_lcores(
+      [&](const LcoreLoop& loop) {
+        LcoreChange change;
+        for (const RxMove& m : moves)
+          if (lcores_[m.from].get() == &loop) change.release_rx.emplace_back(m.port, m.queue);
+        for (size_t i = 0; i < lcores_.size(); ++i)
+          if (lcores_[i].get() == &loop) change.released = &released[i];
+        return change;
+      },
+      error);
+  if (!applied) return false;
+  std::vector<std::vector<RxSlot>> joining(lcores_.size());
+  for (const RxMove& m : moves)
+    for (const RxSlot& s : released[m.from])
+      if (s.port->index() == m.port && s.queue == m.queue) joining[m.to].push_back(s);
+  applied = apply_to_lcores(
+      [&](const LcoreLoop& loop) {
+        LcoreChange change;
+        for (size_t i = 0; i < lcores_.size(); ++i)
+          if (lcores_[i].get() == &loop) change.add_rx = joining[i];
+        return change;
+      },
+      error);
+  topology_generation_.fetch_add(1, std::memory_order_release);
+  return applied;
+}
+
+RunningSwitch Switch::running_state() const {
+  RunningSwitch state;
+  state.config = running_config();
+  for (const auto& loop : lcores_) {
+    state.busy_poll.emplace_back(loop->lcore(), loop->busy_poll_us());
+    for (const RxSlot& s : loop->poller().slots())
+      state.queues.push_back({s.port->name(), s.queue, loop->lcore(), s.weight});
+  }
+  return state;
 }
 
 }  // namespace vqs::app

@@ -17,6 +17,7 @@
 #include "bridge/l2_bridge.h"
 #include "config/config.h"
 #include "config/plan.h"
+#include "config/reload_plan.h"
 #include "core/lcore_loop.h"
 #include "ports/port.h"
 #include "ring/dma_registrar.h"
@@ -70,8 +71,10 @@ class Switch {
   // parse_port), gives every lcore an output to it, and its rx queues to the lcores with the
   // fewest (among those with rx: auto); in xconnect mode it is paired with `peer` when given.
   // Returns its index, or nullopt with `error` (nothing changed).
+  // `rx_lcores` (optional, by queue): the lcore id a queue goes to, where the file placed it.
   std::optional<uint16_t> add_port(const PortConfig& port, const std::string& peer,
-                                   std::string* error);
+                                   std::string* error,
+                                   const std::vector<std::optional<unsigned>>* rx_lcores = nullptr);
   // Takes the port out of every lcore (its rx queues first, then, once its MAC entries are
   // flushed, its outputs), has `last_look(index)` read its final counters, then destroys it.
   // False with `error` when there is no such port or an lcore did not take the change in time
@@ -80,6 +83,24 @@ class Switch {
                 std::string* error);
   // xconnect: pairs two ports that have no peer.
   bool add_pair(const std::string& a, const std::string& b, std::string* error);
+  // xconnect: exactly these pairs from now on (reload); every port named must exist.
+  bool set_pairs(const std::vector<std::pair<std::string, std::string>>& pairs, std::string* error);
+  // Rx queues to other lcores (rxq-rebalance, auto_balance): each (port index, queue) leaves
+  // its lcore, slot and counters with it, then joins lcore index `to`. Not polled in between
+  // (its ring holds what arrives).
+  struct RxMove {
+    uint16_t port;
+    uint16_t queue;
+    size_t from;  // lcore indices
+    size_t to;
+  };
+  bool move_rx(const std::vector<RxMove>& moves, std::string* error);
+  // Whether the lcore at `index` takes rx queues that are not placed by the file (rx: auto).
+  bool takes_auto_rx(size_t index) const { return auto_rx_[lcores_[index]->slot()]; }
+
+  // What reload compares the file with: running_config(), where each rx queue is polled with
+  // what weight, and each lcore's busy-poll.
+  RunningSwitch running_state() const;
   // Held exclusively by add_port and del_port while they change ports and lcores; other threads
   // than the control thread (telemetry) hold it shared while they read them.
   std::shared_mutex& topology_mutex() const { return topology_mutex_; }

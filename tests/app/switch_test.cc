@@ -442,6 +442,19 @@ TEST_CASE("before sleeping an lcore frees what its NIC queues sent; it polls aga
   CHECK(c.tx_release_requests == 0);  // not a release request: counted apart
 }
 
+// An lcore (id 1, slot 0) polling a:0 and b:0 and sending to both, for apply() tests.
+std::unique_ptr<LcoreLoop> loop_over(FakePort& a, FakePort& b, const Forwarding* forwarding,
+                                     LcoreSignals* signals) {
+  std::vector<RxSlot> rx(2);
+  rx[0].port = &a;
+  rx[1].port = &b;
+  std::vector<TxBufferSet::Output> outs(2);
+  outs[0].port = &a;
+  outs[1].port = &b;
+  return std::make_unique<LcoreLoop>(1, 0, std::move(rx), TxBufferSet(std::move(outs), 32),
+                                     forwarding, std::nullopt, 32, signals);
+}
+
 LcoreChange weight_change(uint16_t slot, Weight weight) {
   LcoreChange change;
   change.weights.emplace_back(slot, weight);
@@ -459,15 +472,9 @@ TEST_CASE("a running lcore takes new weights and busy-poll from apply(), between
   FakePort a("a", 0, 1, 1, true), b("b", 1, 1, 1, true);
   Forwarding forwarding;
   forwarding.xconnect_peer = {1, 0};
-  std::vector<RxSlot> rx(2);
-  rx[0].port = &a;
-  rx[1].port = &b;
-  std::vector<TxBufferSet::Output> outs(2);
-  outs[0].port = &a;
-  outs[1].port = &b;
   LcoreSignals signals;
-  LcoreLoop loop(1, 0, std::move(rx), TxBufferSet(std::move(outs), 32), &forwarding, std::nullopt,
-                 32, &signals);
+  const std::unique_ptr<LcoreLoop> owner = loop_over(a, b, &forwarding, &signals);
+  LcoreLoop& loop = *owner;
   // Not running: nothing takes the change yet; the loop applies it at its first pass.
   CHECK_FALSE(loop.apply(weight_change(0, Weight{7, 700}), 20));
   CHECK(loop.poller().slots()[0].weight.packets == kDefaultPacketWeight);
@@ -512,15 +519,9 @@ TEST_CASE("a running lcore takes a port added and then removed, between two pass
     FakePort a("a", 0, 1, 1, true), b("b", 1, 1, 1, true), c("c", 2, 2, 1, true);
     Forwarding ab;
     ab.xconnect_peer = {1, 0};
-    std::vector<RxSlot> rx(2);
-    rx[0].port = &a;
-    rx[1].port = &b;
-    std::vector<TxBufferSet::Output> outs(2);
-    outs[0].port = &a;
-    outs[1].port = &b;
     LcoreSignals signals;
-    LcoreLoop loop(1, 0, std::move(rx), TxBufferSet(std::move(outs), 32), &ab, std::nullopt, 32,
-                   &signals);
+    const std::unique_ptr<LcoreLoop> owner = loop_over(a, b, &ab, &signals);
+    LcoreLoop& loop = *owner;
     std::atomic<bool> stop{false};
     auto run = [&] { return std::thread([&] { loop.run(stop); }); };
     auto halt = [&](std::thread& t) {

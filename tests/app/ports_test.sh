@@ -67,15 +67,13 @@ echo "start tx_first" >&3
 sleep 2
 
 # A guest on the added port x: txonly to its own MAC, so the bridge (which learns x's MAC on x)
-# drops what it sends as no_route, on x, and vm0 and vm1 see none of it. With -m 512 its memory
-# is all there at start: with less, testpmd allocates more while starting and virtio_user sends
-# a second SET_MEM_TABLE mid-run, after which x was seen, rarely, never to be polled again (a
-# bug of its own, open in issue 19's notes).
+# drops what it sends as no_route, on x, and vm0 and vm1 see none of it. --stats-period keeps a
+# testpmd without a terminal forwarding (without it, it reads EOF from stdin and quits at once).
 guest_x() {
   timeout -s INT "$1" dpdk-testpmd -l 0,1 --main-lcore 1 --file-prefix "$tag-gx" -m 512 --no-pci \
     --single-file-segments --vdev "net_virtio_user0,path=$run/x.sock,queue_size=256,mac=$macx" \
     --log-level "*:warning" -- --forward-mode=txonly --eth-peer="0,$macx" --nb-cores=1 \
-    --auto-start </dev/null >"$run/gx.log" 2>&1
+    --auto-start --stats-period 1 </dev/null >"$run/gx.log" 2>&1
 }
 
 x_mapping="{name: x, type: vhost, socket: $run/x.sock}"

@@ -201,7 +201,8 @@ void Switch::create_lcores() {
     }
     lcores_.push_back(std::make_unique<LcoreLoop>(
         pl.lcore, pl.slot, std::move(rx),
-        TxBufferSet(tx_outputs(pl.slot), config_.burst, {pool_, gso_pool_}), forwarding_.get(),
+        TxBufferSet(tx_outputs(pl.slot), config_.burst, {pool_, gso_pool_}, kMaxPorts),
+        forwarding_.get(),
         pl.busy_poll_us, config_.burst, &lcore_signals_));
   }
 }

@@ -6,16 +6,14 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "config/config.h"
 #include "ring/guest_notifier.h"
 
 namespace vqs::app {
 
-TxBufferSet::TxBufferSet(std::vector<Output> outputs, uint16_t burst, GsoPools gso)
+TxBufferSet::TxBufferSet(std::vector<Output> outputs, uint16_t burst, GsoPools gso,
+                         size_t port_room)
     : burst_(std::clamp<uint16_t>(burst, 1, kMaxBurst)) {
-  // Room for every port the switch may have: outputs added at run time allocate nothing on the
-  // lcore (untouched, the reserve costs address space only).
-  const size_t room = std::max<size_t>(outputs.size(), kMaxPorts);
+  const size_t room = std::max(outputs.size(), port_room);
   buffers_.reserve(room);
   pending_.reserve(room);
   deferred_.reserve(room);  // each port at most once: never grows while forwarding

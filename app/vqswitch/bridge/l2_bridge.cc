@@ -102,13 +102,13 @@ void L2Bridge::forward(uint16_t slot, uint16_t in_port, rte_mbuf** pkts, uint16_
   table_->enter(slot);
   const VlanMap& vlans = *slots_[slot].vlans;
   for (uint16_t done = 0; done < count; done += kChunk) {
-    forward_chunk(vlans, slot, in_port, pkts + done, std::min<uint16_t>(kChunk, count - done), now_tsc,
-                  out, in_counters);
+    forward_chunk(vlans, slot, in_port, pkts + done, std::min<uint16_t>(kChunk, count - done),
+                  now_tsc, out, in_counters);
   }
 }
 
-__rte_always_inline void L2Bridge::classify(const VlanMap& vlans, uint16_t in_port, rte_mbuf** pkts, uint16_t count,
-                                            Chunk& chunk) {
+__rte_always_inline void L2Bridge::classify(const VlanMap& vlans, uint16_t in_port, rte_mbuf** pkts,
+                                            uint16_t count, Chunk& chunk) {
   for (uint16_t i = 0; i < count; ++i) {
     Packet& p = chunk.packets[chunk.n];
     p.m = pkts[i];
@@ -174,8 +174,9 @@ __rte_always_inline void L2Bridge::learn_sources(uint16_t slot, uint16_t in_port
   bump(counters.table_full, full);
 }
 
-__rte_always_inline void L2Bridge::send(const VlanMap& vlans, uint16_t slot, uint16_t in_port, Chunk& chunk,
-                                        TxBufferSet& out, PortQueueCounters& in_counters) {
+__rte_always_inline void L2Bridge::send(const VlanMap& vlans, uint16_t slot, uint16_t in_port,
+                                        Chunk& chunk, TxBufferSet& out,
+                                        PortQueueCounters& in_counters) {
   uint64_t flooded = 0;
   for (uint16_t i = 0; i < chunk.n; ++i) {
     const Packet& p = chunk.packets[i];
@@ -199,8 +200,9 @@ __rte_always_inline void L2Bridge::send(const VlanMap& vlans, uint16_t slot, uin
   bump(slots_[slot].flooded, flooded);
 }
 
-void L2Bridge::forward_chunk(const VlanMap& vlans, uint16_t slot, uint16_t in_port, rte_mbuf** pkts, uint16_t count,
-                             uint64_t now_tsc, TxBufferSet& out, PortQueueCounters& in_counters) {
+void L2Bridge::forward_chunk(const VlanMap& vlans, uint16_t slot, uint16_t in_port, rte_mbuf** pkts,
+                             uint16_t count, uint64_t now_tsc, TxBufferSet& out,
+                             PortQueueCounters& in_counters) {
   Chunk chunk;
   classify(vlans, in_port, pkts, count, chunk);
   if (chunk.n_keys > 0) table_->lookup(chunk.keys, chunk.n_keys, chunk.positions);

@@ -88,16 +88,20 @@ class L2Bridge {
   L2Bridge(VlanMap vlans, std::unique_ptr<MacTable> table, uint32_t aging_s, uint16_t lcores);
 
   // forward_chunk's steps: ingress VLAN and lookup keys, learning the sources, then output.
-  void forward_chunk(const VlanMap& vlans, uint16_t slot, uint16_t in_port, rte_mbuf** pkts, uint16_t count,
-                     uint64_t now_tsc, TxBufferSet& out, PortQueueCounters& in_counters);
-  void classify(const VlanMap& vlans, uint16_t in_port, rte_mbuf** pkts, uint16_t count, Chunk& chunk);
+  void forward_chunk(const VlanMap& vlans, uint16_t slot, uint16_t in_port, rte_mbuf** pkts,
+                     uint16_t count, uint64_t now_tsc, TxBufferSet& out,
+                     PortQueueCounters& in_counters);
+  void classify(const VlanMap& vlans, uint16_t in_port, rte_mbuf** pkts, uint16_t count,
+                Chunk& chunk);
   void learn_sources(uint16_t slot, uint16_t in_port, uint64_t now_tsc, const Chunk& chunk);
   void send(const VlanMap& vlans, uint16_t slot, uint16_t in_port, Chunk& chunk, TxBufferSet& out,
             PortQueueCounters& in_counters);
   // Sends `p` to `port` in the form the port needs (or drops it, counted).
-  void unicast(const VlanMap& vlans, const Packet& p, uint16_t port, TxBufferSet& out, PortQueueCounters& in_counters);
+  void unicast(const VlanMap& vlans, const Packet& p, uint16_t port, TxBufferSet& out,
+               PortQueueCounters& in_counters);
   // Sends `p` to every other port of its VLAN; false when there was none.
-  bool flood(const VlanMap& vlans, const Packet& p, uint16_t in_port, TxBufferSet& out, PortQueueCounters& in_counters);
+  bool flood(const VlanMap& vlans, const Packet& p, uint16_t in_port, TxBufferSet& out,
+             PortQueueCounters& in_counters);
 
   std::vector<std::unique_ptr<const VlanMap>> vlan_maps_;  // the latest last
   const std::unique_ptr<MacTable> table_;

@@ -117,7 +117,8 @@ uint64_t MacTable::flush() {
 }
 
 uint64_t MacTable::remove_port(uint16_t port) {
-  return remove_if([port](const Entry& e) { return e.port.load(std::memory_order_relaxed) == port; });
+  return remove_if(
+      [port](const Entry& e) { return e.port.load(std::memory_order_relaxed) == port; });
 }
 
 void MacTable::for_each_filled(const std::function<void(uint64_t, Entry&)>& visit) const {

@@ -194,8 +194,8 @@ void Loader::load(const YAML::Node& root, bool empty) {
   }
 
   if (const Value* v = m.find("rxq_assign"))
-    config_.rxq_assign =
-        read_choice(*v, {"roundrobin", "cycles"}) == 0 ? RxqAssign::kRoundRobin : RxqAssign::kCycles;
+    config_.rxq_assign = read_choice(*v, {"roundrobin", "cycles"}) == 0 ? RxqAssign::kRoundRobin
+                                                                        : RxqAssign::kCycles;
   if (const Value* v = m.find("auto_balance")) {
     expect_map(*v);
     MapView ab(*this, *v, {"enabled", "threshold_pct", "interval_s"});

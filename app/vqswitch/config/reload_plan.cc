@@ -27,8 +27,10 @@ std::optional<std::pair<std::string, std::string>> fixed_change(const Config& no
     return change("eal.main_lcore", text(a.main_lcore), text(b.main_lcore));
   if (a.memory_mb != b.memory_mb)
     return change("eal.memory_mb", std::to_string(a.memory_mb), std::to_string(b.memory_mb));
-  if (a.file_prefix != b.file_prefix) return change("eal.file_prefix", a.file_prefix, b.file_prefix);
-  if (a.huge != b.huge) return change("eal.huge", a.huge ? "true" : "false", b.huge ? "true" : "false");
+  if (a.file_prefix != b.file_prefix)
+    return change("eal.file_prefix", a.file_prefix, b.file_prefix);
+  if (a.huge != b.huge)
+    return change("eal.huge", a.huge ? "true" : "false", b.huge ? "true" : "false");
   if (a.args != b.args) return change("eal.args", "other arguments", "these");
   if (now.mbufs != next.mbufs)
     return change("mbufs", std::to_string(now.mbufs), std::to_string(next.mbufs));
@@ -80,7 +82,8 @@ std::optional<ReloadPlan> plan_reload(const RunningSwitch& now, const Config& ne
     *error = next.error_at(key, "cannot change while vqswitch runs (restart it to): " + what);
     return std::nullopt;
   };
-  if (const auto change = fixed_change(now.config, next)) return refuse(change->first, change->second);
+  if (const auto change = fixed_change(now.config, next))
+    return refuse(change->first, change->second);
   const std::optional<Plan> plan = make_plan(next, error);
   if (!plan) return std::nullopt;
 
@@ -121,8 +124,8 @@ std::optional<ReloadPlan> plan_reload(const RunningSwitch& now, const Config& ne
   for (size_t i = 0; i < next.lcores.size(); ++i)
     for (size_t j = 0; j < next.lcores[i].rx.size(); ++j) {
       const RxQueueRef& r = next.lcores[i].rx[j];
-      listed[{r.port, r.queue}] = {next.lcores[i].lcore,
-                                   "lcores[" + std::to_string(i) + "].rx[" + std::to_string(j) + "]"};
+      listed[{r.port, r.queue}] = {
+          next.lcores[i].lcore, "lcores[" + std::to_string(i) + "].rx[" + std::to_string(j) + "]"};
     }
   for (const PortConfig& p : next.ports) {
     if (now.config.find_port(p.name) != nullptr && recreated.count(p.name) == 0) continue;
@@ -149,7 +152,8 @@ std::optional<ReloadPlan> plan_reload(const RunningSwitch& now, const Config& ne
   }
   for (const PlannedLcore& l : plan->lcores)
     for (const auto& [lcore, us] : now.busy_poll)
-      if (lcore == l.lcore && us != l.busy_poll_us) out.busy_poll.emplace_back(lcore, l.busy_poll_us);
+      if (lcore == l.lcore && us != l.busy_poll_us)
+        out.busy_poll.emplace_back(lcore, l.busy_poll_us);
   // xconnect: the pairs are set again after ports come and go (a recreated port lost its peer).
   out.pairs = next.forwarding.pairs;
   out.pairs_change = next.forwarding.mode == ForwardingMode::kXconnect &&

@@ -641,7 +641,8 @@ std::optional<Json> ControlCommands::del_port(const std::vector<std::string>& op
     return std::nullopt;
   }
   Json last;  // its counters once no lcore uses it, as stats shows them
-  if (!switch_.del_port(operands[0], [&](uint16_t i) { last = port_stats(i); }, error))
+  if (!switch_.del_port(
+          operands[0], [&](uint16_t i) { last = port_stats(i); }, error))
     return std::nullopt;
   cleared_.clear();
   Json j;
@@ -664,8 +665,8 @@ std::optional<Json> ControlCommands::add_pair(const std::vector<std::string>& op
 
 std::string topology_text(const Json& j) {
   if (j.contains("added")) {
-    std::string text = cat({"added ", j["added"].get<std::string>(), " (",
-                            j["type"].get<std::string>(), ")"});
+    std::string text =
+        cat({"added ", j["added"].get<std::string>(), " (", j["type"].get<std::string>(), ")"});
     if (j.contains("peer")) text += cat({", paired with ", j["peer"].get<std::string>()});
     for (const Json& q : j["rx"])
       text += format(", rx queue %u on lcore %u", q["queue"].get<unsigned>(),
@@ -701,7 +702,9 @@ std::optional<Json> ControlCommands::reload(std::string* error) {
     return std::nullopt;
   };
   for (const std::string& name : plan->removed) {
-    if (!switch_.del_port(name, [](uint16_t) {}, error)) return stop("del-port " + name + ": " + *error);
+    if (!switch_.del_port(
+            name, [](uint16_t) {}, error))
+      return stop("del-port " + name + ": " + *error);
     j["removed"].push_back(name);
   }
   for (const ReloadPlan::Added& a : plan->added) {
@@ -793,13 +796,14 @@ std::optional<Json> ControlCommands::rxq_rebalance(std::string* error) {
 }
 
 std::string rxq_rebalance_text(const Json& j) {
-  if (j.contains("not_moved")) return cat({"nothing moved: ", j["not_moved"].get<std::string>(), "\n"});
+  if (j.contains("not_moved"))
+    return cat({"nothing moved: ", j["not_moved"].get<std::string>(), "\n"});
   std::string out;
   for (const Json& m : j["moved"])
     out += format("%s:%u: lcore %u -> %u\n", m["port"].get<std::string>().c_str(),
                   m["queue"].get<unsigned>(), m["from"].get<unsigned>(), m["to"].get<unsigned>());
-  return out + format("the lcores' load variance %.0f %% lower\n",
-                      j["improvement_pct"].get<double>());
+  return out +
+         format("the lcores' load variance %.0f %% lower\n", j["improvement_pct"].get<double>());
 }
 
 }  // namespace vqs::app

@@ -11,7 +11,8 @@ LoadSampler::Snapshot LoadSampler::take(uint64_t now_ms) const {
     s.lcores.push_back({c.busy_cycles, c.idle_cycles, c.packets, c.sleeps});
     std::vector<QueueSample> queues;
     for (const RxSlot& slot : loop->poller().slots())
-      queues.push_back({slot.port, slot.queue,
+      queues.push_back({slot.port,
+                        slot.queue,
                         {slot.busy_cycles, 0, slot.port->rx_counters(slot.queue).rx_packets, 0}});
     s.queues.push_back(std::move(queues));
   }

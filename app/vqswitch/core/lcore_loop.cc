@@ -155,9 +155,9 @@ void LcoreLoop::change_ports(const LcoreChange& change) {
   }
   if (!change.release_rx.empty()) {
     std::erase_if(slots, [&](const RxSlot& s) {
-      const bool moves =
-          std::find(change.release_rx.begin(), change.release_rx.end(),
-                    std::pair<uint16_t, uint16_t>(s.port->index(), s.queue)) != change.release_rx.end();
+      const bool moves = std::find(change.release_rx.begin(), change.release_rx.end(),
+                                   std::pair<uint16_t, uint16_t>(s.port->index(), s.queue)) !=
+                         change.release_rx.end();
       if (moves && change.released != nullptr) change.released->push_back(s);
       return moves;
     });

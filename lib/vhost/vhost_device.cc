@@ -14,6 +14,7 @@
 #include "ring/guest_mapping.h"
 #include "ring/virtio_net_hdr.h"
 #include "ring/vring.h"
+#include "vhost/memory_node.h"
 #include "vhost/vhost_log.h"
 #include "vhost/vhost_message.h"
 #include "vhost/vhost_registry.h"
@@ -301,6 +302,14 @@ bool VhostDevice::load_memory_locked(bool force) {
     mapping_->release();  // trackers with chains lent from it keep it
     mapping_ = nullptr;
   }
+  // Where the guest's memory is: its largest region's first page (QEMU's first region is often
+  // the small one below 640 KiB).
+  const rte_vhost_mem_region* largest = nullptr;
+  for (uint32_t i = 0; i < table->nregions; ++i)
+    if (largest == nullptr || table->regions[i].size > largest->size) largest = &table->regions[i];
+  if (largest != nullptr)
+    memory_node_.store(memory_node_of(reinterpret_cast<const void*>(largest->host_user_addr)),
+                       std::memory_order_release);
   if (options_.zero_copy) {
     // Our own mapping of the region fds: lent buffers outlive librte_vhost's.
     std::vector<GuestMapping::Region> regions;

@@ -79,6 +79,9 @@ class VhostDevice {
   // Frontends connected to the socket now, admitted or not (control plane: takes our mutex).
   size_t frontend_connections();
   uint64_t negotiated_features() const { return features_.load(std::memory_order_acquire); }
+  // The NUMA node of the guest's memory (its largest region), from when it connected or last
+  // changed its memory table; -1 before, or where the kernel cannot tell.
+  int memory_node() const { return memory_node_.load(std::memory_order_acquire); }
 
   // The owner's switch for the whole datapath (the ethdev port started / stopped). Disabling
   // returns once no lcore is inside a burst.
@@ -235,6 +238,7 @@ class VhostDevice {
   // vring. 0: no wait started yet.
   uint64_t lent_wait_deadline_ = 0;
   std::atomic<uint64_t> features_{0};
+  std::atomic<int> memory_node_{-1};
   std::atomic<bool> link_up_{false};
   std::atomic<uint64_t> unserved_vring_enables_{0};
   std::atomic<uint64_t> refused_memory_tables_{0};

@@ -14,9 +14,15 @@
 #include "config/config.h"
 #include "config/plan.h"
 #include "config/reload_plan.h"
+#include "fake_numa_topology.h"
 
 namespace vqs::app {
 namespace {
+
+using test::FakeNumaTopology;
+
+// Plans made on one node whatever the machine: the texts below do not depend on where they run.
+const FakeNumaTopology kOneNode({0, 0, 0, 0});
 
 Config parse_ok(const std::string& text) {
   std::string error;
@@ -26,9 +32,9 @@ Config parse_ok(const std::string& text) {
   return *config;
 }
 
-Plan plan_ok(const Config& config) {
+Plan plan_ok(const Config& config, const NumaTopology& topology = kOneNode) {
   std::string error;
-  std::optional<Plan> plan = make_plan(config, &error);
+  std::optional<Plan> plan = make_plan(config, topology, &error);
   INFO(error);
   REQUIRE(plan);
   return *plan;
@@ -730,7 +736,7 @@ TEST_CASE("format_plan describes ports, lcores and forwarding") {
   CHECK(text.find("vm10: vhost /tmp/vqs-vm10.sock (server)") != text.npos);
   CHECK(text.find("vlan access 10") != text.npos);
   CHECK(text.find("vlan trunk 10,20, untagged dropped") != text.npos);
-  CHECK(text.find("lcore 1 (slot 0), busy poll forever") != text.npos);
+  CHECK(text.find("lcore 1 (slot 0), node 0, busy poll forever") != text.npos);
   CHECK(text.find("rx uplink:0, weight " + std::to_string(vqs::app::kDefaultPacketWeight) +
                   " pkts / 256 KiB") != text.npos);
 }
@@ -748,7 +754,8 @@ TEST_CASE("format_plan says when zero-copy has no copy fallback") {
   CHECK(text.find("zerocopy from 256 bytes, no copy fallback\n") != text.npos);
 }
 
-TEST_CASE("a port mapping given at run time is read as a ports[] entry, against the running ports") {
+TEST_CASE(
+    "a port mapping given at run time is read as a ports[] entry, against the running ports") {
   const Config running = parse_ok(R"(version: 1
 ports:
   - {name: vm0, type: vhost, socket: /tmp/vm0.sock}
@@ -756,10 +763,11 @@ ports:
 forwarding: {mode: bridge}
 )");
   std::string error;
-  std::optional<PortConfig> port = parse_port(
-      running, "{name: vm1, type: vhost, socket: /tmp//vm1.sock, queues: 2, vlan: {mode: access, "
-               "vlan: 7}, weight: {packets: 16}}",
-      "add-port", &error);
+  std::optional<PortConfig> port =
+      parse_port(running,
+                 "{name: vm1, type: vhost, socket: /tmp//vm1.sock, queues: 2, vlan: {mode: access, "
+                 "vlan: 7}, weight: {packets: 16}}",
+                 "add-port", &error);
   INFO(error);
   REQUIRE(port);
   CHECK(port->name == "vm1");
@@ -898,9 +906,10 @@ TEST_CASE("reload: settings fixed at start are refused, naming their key and lin
         "now 512");
   CHECK(refusal(edited(kReloadBase, "version: 1\n", "version: 1\nburst: 16\n")) ==
         "t.yaml:2:8: burst: cannot change while vqswitch runs (restart it to): was 32, now 16");
-  CHECK(refusal(edited(kReloadBase, "{lcore: 2, rx: [b:0, d:0]}", "{lcore: 0, rx: [b:0, d:0]}")).find(
-            "lcores: cannot change while vqswitch runs (restart it to): forwarding lcores 1-2, "
-            "now 0-1") != std::string::npos);
+  CHECK(
+      refusal(edited(kReloadBase, "{lcore: 2, rx: [b:0, d:0]}", "{lcore: 0, rx: [b:0, d:0]}"))
+          .find("lcores: cannot change while vqswitch runs (restart it to): forwarding lcores 1-2, "
+                "now 0-1") != std::string::npos);
   CHECK(refusal(edited(edited(kReloadBase, "rx: [a:0, c:0]", "rx: [a:0]"), "rx: [b:0, d:0]",
                        "rx: [b:0, d:0, c:0]")) ==
         "t.yaml:10:31: lcores[1].rx[2]: cannot change while vqswitch runs (restart it to): c:0 is "
@@ -919,8 +928,9 @@ forwarding: {mode: bridge}
   const Config plain = parse_ok(base);
   CHECK(plain.rxq_assign == RxqAssign::kRoundRobin);
   CHECK_FALSE(plain.auto_balance.enabled);
-  const Config cycles = parse_ok(base + "rxq_assign: cycles\nauto_balance: {enabled: true, "
-                                        "threshold_pct: 10, interval_s: 30}\n");
+  const Config cycles = parse_ok(base +
+                                 "rxq_assign: cycles\nauto_balance: {enabled: true, "
+                                 "threshold_pct: 10, interval_s: 30}\n");
   CHECK(cycles.rxq_assign == RxqAssign::kCycles);
   CHECK(cycles.auto_balance.enabled);
   CHECK(cycles.auto_balance.threshold_pct == 10);
@@ -932,6 +942,115 @@ forwarding: {mode: bridge}
         "t.yaml:5:13: rxq_assign: must be roundrobin or cycles, got \"group\"");
   CHECK(parse_error(base + "rxq_assign: cycles\nauto_balance: {interval_s: 1}\n") ==
         "t.yaml:6:28: auto_balance.interval_s: must be 10..86400, got 1");
+}
+
+TEST_CASE("PCI addresses in a port's device, for its NUMA node") {
+  CHECK(pci_address_of("0000:81:00.0") == "0000:81:00.0");
+  CHECK(pci_address_of("81:00.1") == "0000:81:00.1");
+  CHECK(pci_address_of("0000:AF:00.0,rxq_cqe_comp_en=0") == "0000:af:00.0");
+  CHECK(pci_address_of("net_null0") == "");
+  CHECK(pci_address_of("net_tap0,iface=t0") == "");
+  CHECK(pci_address_of("0000:81:00.8") == "");
+  CHECK(pci_address_of("0000:81:0.0") == "");
+}
+
+// Two nodes: CPUs 0-1 on node 0, 2-3 on node 1; a NIC on each.
+const FakeNumaTopology kTwoNodes({0, 0, 1, 1}, {{"0000:01:00.0", 0}, {"0000:81:00.0", 1}});
+
+TEST_CASE("NUMA: rx: auto places a NIC's queues on its node's lcores, a pool per node") {
+  const Config c = parse_ok(
+      "version: 1\n"
+      "eal: {cores: \"0-3\"}\n"
+      "ports:\n"
+      "  - {name: far, type: ethdev, device: \"0000:81:00.0\", queues: 2}\n"
+      "  - {name: near, type: ethdev, device: \"01:00.0\", queues: 2}\n"
+      "  - {name: vm0, type: vhost, socket: /tmp/a.sock}\n"
+      "forwarding: {mode: bridge}\n");
+  const Plan plan = plan_ok(c, kTwoNodes);
+  REQUIRE(plan.lcores.size() == 3);  // 1 (node 0), 2 and 3 (node 1); 0 is the main lcore
+  CHECK(plan.lcores[0].node == 0);
+  CHECK(plan.lcores[1].node == 1);
+  CHECK(plan.lcores[2].node == 1);
+  CHECK(plan.port_nodes == std::vector<int>{1, 0, kAnyNode});
+  auto polled = [&](size_t slot) {
+    std::vector<std::string> names;
+    for (const PlannedRxQueue& rx : plan.lcores[slot].rx)
+      names.push_back(c.ports[rx.port].name + ":" + std::to_string(rx.queue));
+    return names;
+  };
+  CHECK(polled(0) == std::vector<std::string>{"near:0", "near:1"});
+  // The guest's node is its memory's, not known yet: it goes to the least given lcore.
+  CHECK(polled(1) == std::vector<std::string>{"far:0", "vm0:0"});
+  CHECK(polled(2) == std::vector<std::string>{"far:1"});
+  // A pool per node, each port on its own node's, the guest on its lcore's.
+  REQUIRE(plan.pools.size() == 2);
+  CHECK(plan.pools[0].node == 0);
+  CHECK(plan.pools[1].node == 1);
+  CHECK(plan.port_pool_nodes == std::vector<int>{1, 0, 1});
+  // Each sized for its own ports: near's 2 x 1024 rx descriptors and 3 x 1024 tx on node 0.
+  const uint64_t caches = 4 * kMempoolCache * 3 / 2;
+  CHECK(plan.pools[0].mbufs == std::max<uint64_t>(kMinMbufs, caches + 2048 + 3072 + 3 * 32));
+  CHECK(plan.pools[1].mbufs ==
+        std::max<uint64_t>(kMinMbufs, caches + 2048 + 3072 + 3 * 32 + 2 * 32 + 3 * 32));
+  const std::string text = format_plan(c, plan);
+  INFO(text);
+  CHECK(text.find("far: ethdev 0000:81:00.0 (node 1)\n") != text.npos);
+  CHECK(text.find("near: ethdev 01:00.0 (node 0)\n") != text.npos);
+  CHECK(text.find("lcore 2 (slot 1), node 1, busy poll forever") != text.npos);
+  CHECK(text.find("mbuf pools: node 0, ") != text.npos);
+  CHECK(text.find(" mbufs (auto), for near; node 1, ") != text.npos);
+  CHECK(text.find(" mbufs (auto), for far, vm0\n") != text.npos);
+  CHECK(text.find("cross-NUMA") == text.npos);
+}
+
+TEST_CASE("NUMA: a queue with no lcore on its node is placed across, and the plan says so") {
+  // Only node-0 lcores forward; the NIC is on node 1. One listed, one auto.
+  const Config c = parse_ok(
+      "version: 1\n"
+      "eal: {cores: \"0-1\"}\n"
+      "ports:\n"
+      "  - {name: far, type: ethdev, device: \"0000:81:00.0\", queues: 2}\n"
+      "lcores:\n"
+      "  - {lcore: 0, rx: [\"far:0\"]}\n"
+      "  - {lcore: 1, rx: auto}\n"
+      "forwarding: {mode: bridge}\n"
+      "mbufs: 20000\n");
+  const Plan plan = plan_ok(c, kTwoNodes);
+  CHECK(plan.cross_node(0, plan.lcores[0]));
+  CHECK(plan.cross_node(0, plan.lcores[1]));
+  // Its mbufs still come from its own node: a pool there, of the size given (each pool's).
+  REQUIRE(plan.pools.size() == 2);
+  CHECK(plan.pools[1].node == 1);
+  CHECK(plan.pools[1].mbufs == 20000);
+  CHECK(plan.port_pool_nodes == std::vector<int>{1});
+  const std::string text = format_plan(c, plan);
+  INFO(text);
+  CHECK(text.find("rx far:0, weight 64 pkts / 256 KiB, cross-NUMA: the port is on node 1\n") !=
+        text.npos);
+  CHECK(text.find("rx far:1, weight 64 pkts / 256 KiB, cross-NUMA: the port is on node 1\n") !=
+        text.npos);
+  CHECK(text.find("mbuf pools: node 0, 20000 mbufs, for no port; node 1, 20000 mbufs, for far\n") !=
+        text.npos);
+}
+
+TEST_CASE("NUMA: on one node, rx: auto is plain round robin") {
+  const Config c = parse_ok(
+      "version: 1\n"
+      "eal: {cores: \"0-3\"}\n"
+      "ports:\n"
+      "  - {name: a, type: ethdev, device: \"0000:01:00.0\", queues: 3}\n"
+      "  - {name: b, type: vhost, socket: /tmp/b.sock, queues: 2}\n"
+      "forwarding: {mode: bridge}\n");
+  const Plan plan = plan_ok(c, FakeNumaTopology({0, 0, 0, 0}, {{"0000:01:00.0", 0}}));
+  std::vector<size_t> slots;
+  for (uint16_t p = 0; p < 2; ++p)
+    for (uint16_t q = 0; q < c.ports[p].queues; ++q)
+      for (const PlannedLcore& l : plan.lcores)
+        for (const PlannedRxQueue& rx : l.rx)
+          if (rx.port == p && rx.queue == q) slots.push_back(l.slot);
+  CHECK(slots == std::vector<size_t>{0, 1, 2, 0, 1});
+  REQUIRE(plan.pools.size() == 1);
+  CHECK(plan.port_pool_nodes == std::vector<int>{0, 0});
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <shared_mutex>
 #include <thread>
 
 #include "../interop/port_pair.h"
@@ -34,6 +35,7 @@
 #include "core/telemetry.h"
 #include "datapath/dequeue.h"
 #include "datapath/eal_dma_registrar.h"
+#include "fake_numa_topology.h"
 #include "ports/guest_port.h"
 #include "ring_tx_cleanup.h"
 
@@ -55,12 +57,14 @@ int serial = 0;
 // A switch from YAML text, its loops running on lcore 1 until destroyed.
 class RunningSwitch {
  public:
-  explicit RunningSwitch(const std::string& yaml) {
+  // `topology`: where lcores and devices are (the machine's when not given).
+  explicit RunningSwitch(const std::string& yaml,
+                         const NumaTopology& topology = system_numa_topology()) {
     std::string error;
     auto config = parse_config(yaml, "test.yaml", &error);
     INFO(error);
     REQUIRE(config.has_value());
-    auto plan = make_plan(*config, &error);
+    auto plan = make_plan(*config, topology, &error);
     INFO(error);
     REQUIRE(plan.has_value());
     sw_ = Switch::create(*config, *plan, &error);
@@ -256,6 +260,67 @@ TEST_CASE("bridge: two virtio_user guests exchange frames of 60..9018 bytes, eve
   CHECK(run({"fdb-flush", "--json"})["flushed"] == 2);
   CHECK(run({"fdb-show", "--json"})["entries"].empty());
   CHECK(sw.get().bridge()->counters().entries == 0);
+}
+
+TEST_CASE("NUMA: a pool per node; a guest's queue moves to an lcore on its memory's node") {
+  // Lcore 0 on node 1, lcore 1 on node 0: a fake topology (this machine has one node, where
+  // the guests' memory really is). Both guests' nodes are unknown until they connect, so the
+  // plan deals their queues in turn: a's to lcore 0, on the wrong node once a connects.
+  const FakeNumaTopology topology({1, 0});
+  RunningSwitch sw("version: 1\neal: {cores: \"0-1\"}\nports:\n" + vhost_port_yaml("nu0a") +
+                       vhost_port_yaml("nu0b") +
+                       "lcores:\n"
+                       "  - {lcore: 0, rx: auto, busy_poll_us: 100}\n"
+                       "  - {lcore: 1, rx: auto, busy_poll_us: 100}\n"
+                       "forwarding: {mode: xconnect, pairs: [[nu0a, nu0b]]}\n",
+                   topology);
+  Switch& s = sw.get();
+  // A pool per node (node 1's from wherever there is memory), a's from lcore 0's node.
+  REQUIRE(s.pools().size() == 2);
+  CHECK(s.pools()[0].node == 0);
+  CHECK(s.pools()[1].node == 1);
+  const auto& a_port = static_cast<const GuestPort&>(*s.ports()[0]);
+  CHECK(a_port.pool() == s.pool_for_node(1));
+  CHECK(s.lcores()[0]->poller().slots().size() == 1);
+  CHECK(a_port.numa_node() == -1);
+
+  Guest a("nu0a"), b("nu0b");
+  REQUIRE(sw.wait_link(0));
+  REQUIRE(sw.wait_link(1));
+  // Its memory is on node 0: it takes mbufs from node 0's pool, and housekeeping moves its
+  // queue to lcore 1, the lcore with rx: auto on node 0.
+  bool moved = false;
+  for (int i = 0; i < 400 && !moved; ++i) {
+    rte_delay_ms(5);
+    std::shared_lock lock(s.topology_mutex());
+    moved = s.lcores()[0]->poller().slots().empty() &&
+            s.lcores()[1]->poller().slots().size() == 2 && a_port.pool() == s.pool_for_node(0);
+  }
+  CHECK(a_port.numa_node() == 0);
+  REQUIRE(moved);
+  exchange(a, b, kMacB, kMacA, {60, 1514}, 11);
+  exchange(b, a, kMacA, kMacB, {60, 1514}, 12);
+  CHECK(s.totals(0).total_drops() == 0);
+  CHECK(s.totals(1).total_drops() == 0);
+
+  // What vqswitchctl shows: each port's and lcore's node, a pool per node, no queue across.
+  LoadSampler load(s);
+  RxqBalancer balancer(s, load);
+  ControlCommands commands(s, load, balancer);
+  const ControlReply reply = commands.run({"show", "--json"});
+  REQUIRE(reply.ok);
+  const nlohmann::json show = nlohmann::json::parse(reply.text);
+  CHECK(show["ports"][0]["numa_node"] == 0);
+  CHECK(show["lcores"][0]["numa_node"] == 1);
+  CHECK(show["lcores"][1]["numa_node"] == 0);
+  REQUIRE(show["mbufs"].size() == 2);
+  CHECK(show["mbufs"][1]["numa_node"] == 1);
+  const ControlReply rxq = commands.run({"rxq-show", "--json"});
+  REQUIRE(rxq.ok);
+  for (const auto& q : nlohmann::json::parse(rxq.text)["rx_queues"]) {
+    CHECK(q["lcore"] == 1);
+    CHECK(q["cross_numa"] == false);
+  }
 }
 
 TEST_CASE("xconnect: guest to guest both ways, without mergeable buffers on one side") {

@@ -603,8 +603,8 @@ TEST_CASE("tx buffers: an output added past the end and removed with work deferr
 
 TEST_CASE("rx queues by cycles: largest first onto the least loaded lcore; pinned ones stay") {
   // Five queues of known cost, all on lcore 0 of two.
-  std::vector<QueueLoad> queues = {{100, 0, false}, {60, 0, false}, {40, 0, false},
-                                   {30, 0, false},  {10, 0, false}};
+  std::vector<QueueLoad> queues = {
+      {100, 0, false}, {60, 0, false}, {40, 0, false}, {30, 0, false}, {10, 0, false}};
   const std::vector<bool> both = {true, true};
   const std::vector<size_t> placed = assign_by_cycles(queues, both);
   CHECK(placed == std::vector<size_t>{0, 1, 1, 0, 1});
@@ -625,6 +625,35 @@ TEST_CASE("rx queues by cycles: largest first onto the least loaded lcore; pinne
   // In turn: movable queues dealt over the lcores that take them.
   queues = {{1, 0, false}, {1, 0, false}, {1, 1, true}, {1, 0, false}};
   CHECK(assign_round_robin(queues, {true, true}) == std::vector<size_t>{0, 1, 1, 0});
+}
+
+TEST_CASE("rx queues and NUMA: placed again on their node; a guest's moved there once known") {
+  // Lcores 0 and 1 on node 0, 2 on node 1, all rx: auto.
+  const std::vector<bool> all = {true, true, true};
+  const std::vector<int> nodes = {0, 0, 1};
+  // Queues of a node-1 port (on lcore 0), of a node-0 one, and of one whose node is not known.
+  std::vector<QueueLoad> queues = {
+      {100, 0, false, 1}, {90, 0, false, 1}, {50, 0, false, 0}, {10, 0, false, -1}};
+  // By cycles: both node-1 queues onto lcore 2, the only one there; the rest spread over all.
+  CHECK(assign_by_cycles(queues, all, nodes) == std::vector<size_t>{2, 2, 0, 1});
+  // In turn: the same split, dealt.
+  CHECK(assign_round_robin(queues, all, nodes) == std::vector<size_t>{2, 2, 0, 1});
+  // Without node information, as before.
+  CHECK(assign_by_cycles(queues, all) == std::vector<size_t>{0, 1, 2, 2});
+  // No lcore of node 1 takes queues: they may go anywhere.
+  CHECK(assign_by_cycles(queues, {true, true, false}, nodes) == std::vector<size_t>{0, 1, 1, 0});
+
+  // Only what NUMA asks: the node-1 queues move to lcore 2, the others stay where they are.
+  CHECK(assign_to_nodes(queues, all, nodes) == std::vector<size_t>{2, 2, 0, 0});
+  // A queue the file placed (pinned) stays even on the wrong node.
+  queues[0].pinned = true;
+  CHECK(assign_to_nodes(queues, all, nodes) == std::vector<size_t>{0, 2, 0, 0});
+  // Among several lcores on its node, the one polling the fewest queues (counting the moves
+  // before it; the first on a tie): lcore 2 (none) twice, not lcore 1 (two); then lcore 0, left
+  // with none, before lcore 3.
+  queues = {{0, 0, false, 1}, {0, 0, false, 1}, {0, 1, false, 1}, {0, 1, false, 0}};
+  CHECK(assign_to_nodes(queues, {true, true, true, true}, {0, 1, 1, 0}) ==
+        std::vector<size_t>{2, 2, 1, 0});
 }
 
 TEST_CASE("an rx queue moves between two running lcores with its slot and counters") {

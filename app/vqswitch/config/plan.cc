@@ -77,12 +77,15 @@ namespace {
 // make_plan's steps, in order; each returns false with the error set.
 class Planner {
  public:
-  Planner(const Config& config, std::string* error) : config_(config), error_(error) {}
+  Planner(const Config& config, const NumaTopology& topology, std::string* error)
+      : config_(config), topology_(topology), error_(error) {}
 
   std::optional<Plan> run() {
-    if (!plan_eal() || !plan_lcores() || !place_listed_rx() || !place_auto_rx() || !pair_xconnect())
-      return std::nullopt;
+    if (!plan_eal() || !plan_lcores()) return std::nullopt;
+    plan_port_nodes();
+    if (!place_listed_rx() || !place_auto_rx() || !pair_xconnect()) return std::nullopt;
     plan_tx();
+    plan_pools();
     return std::move(plan_);
   }
 
@@ -139,6 +142,7 @@ class Planner {
     planned.busy_poll_us = busy_poll_us;
     planned.slot = static_cast<uint16_t>(plan_.lcores.size());
     planned.is_main = lcore == plan_.main_lcore;
+    planned.node = topology_.node_of_cpu(lcore);
     plan_.lcores.push_back(planned);
     auto_rx_.push_back(auto_rx);
   }
@@ -169,20 +173,38 @@ class Planner {
     return true;
   }
 
-  // The rest round-robin over the `rx: auto` lcores, in port then queue order.
+  // Guests: their memory's node, known when they connect. NICs: their device's.
+  void plan_port_nodes() {
+    for (const PortConfig& port : config_.ports)
+      plan_.port_nodes.push_back(
+          port.type == PortType::kEthdev ? topology_.node_of_device(port.device) : kAnyNode);
+  }
+
+  // The rest in turn over the `rx: auto` lcores on the port's node (all of them where none is
+  // there, or the node is not known), in port then queue order: each to the one given the fewest
+  // so far, the first of them on a tie. With one node, plain round-robin.
   bool place_auto_rx() {
     std::vector<size_t> auto_slots;
     for (size_t s = 0; s < auto_rx_.size(); ++s)
       if (auto_rx_[s]) auto_slots.push_back(s);
-    size_t next = 0;
+    std::vector<size_t> given(plan_.lcores.size(), 0);
     for (size_t p = 0; p < config_.ports.size(); ++p) {
+      const int node = plan_.port_nodes[p];
+      const bool local =
+          node != kAnyNode && std::any_of(auto_slots.begin(), auto_slots.end(),
+                                          [&](size_t s) { return plan_.lcores[s].node == node; });
       for (uint16_t q = 0; q < config_.ports[p].queues; ++q) {
         if (owner_[p][q] >= 0) continue;
         if (auto_slots.empty())
           return fail("lcores", config_.ports[p].name + ":" + std::to_string(q) +
                                     " is polled by no lcore (list it in an lcore's rx, or give an "
                                     "lcore rx: auto)");
-        const size_t slot = auto_slots[next++ % auto_slots.size()];
+        size_t slot = SIZE_MAX;
+        for (size_t s : auto_slots)
+          if ((!local || plan_.lcores[s].node == node) &&
+              (slot == SIZE_MAX || given[s] < given[slot]))
+            slot = s;
+        ++given[slot];
         owner_[p][q] = static_cast<int>(slot);
         plan_.lcores[slot].rx.push_back({static_cast<uint16_t>(p), q, config_.ports[p].weight});
       }
@@ -220,7 +242,51 @@ class Planner {
     }
   }
 
+  // A pool per node with forwarding lcores or NICs; each port takes mbufs from its node's, else
+  // from that of the lcore polling its queue 0. Sized for what its ports keep in flight (rings a
+  // NIC keeps full, a burst per guest queue, a tx buffer per lcore) and the lcores' caches:
+  // `mbufs:` (when given) each.
+  void plan_pools() {
+    std::vector<int> nodes;
+    auto add_node = [&nodes](int node) {
+      if (node != kAnyNode && std::find(nodes.begin(), nodes.end(), node) == nodes.end())
+        nodes.push_back(node);
+    };
+    for (const PlannedLcore& lcore : plan_.lcores) add_node(lcore.node);
+    for (int node : plan_.port_nodes) add_node(node);
+    if (nodes.empty()) nodes.push_back(0);  // lcores the machine does not have: the EAL says so
+    std::sort(nodes.begin(), nodes.end());
+    for (size_t p = 0; p < config_.ports.size(); ++p) {
+      int node = plan_.port_nodes[p];
+      if (node == kAnyNode) {
+        for (const PlannedLcore& lcore : plan_.lcores)
+          for (const PlannedRxQueue& rx : lcore.rx)
+            if (rx.port == p && rx.queue == 0) node = lcore.node;
+      }
+      if (node == kAnyNode) node = nodes.front();
+      plan_.port_pool_nodes.push_back(node);
+    }
+    const uint64_t lcores = plan_.lcores.size();
+    for (int node : nodes) {
+      uint64_t n = (lcores + 1) * kMempoolCache * 3 / 2;
+      for (size_t p = 0; p < config_.ports.size(); ++p) {
+        if (plan_.port_pool_nodes[p] != node) continue;
+        const PortConfig& port = config_.ports[p];
+        n += port.type == PortType::kEthdev
+                 ? uint64_t{port.queues} * port.rx_descriptors + lcores * port.tx_descriptors
+                 : uint64_t{port.queues} * 2 * config_.burst;
+        n += lcores * config_.burst;  // a tx buffer per lcore
+      }
+      const uint32_t mbufs =
+          config_.mbufs != 0
+              ? config_.mbufs
+              : static_cast<uint32_t>(std::clamp<uint64_t>(n, kMinMbufs, UINT32_MAX / 2));
+      plan_.pools.push_back({node, mbufs});
+    }
+  }
+
   const Config& config_;
+  const NumaTopology& topology_;
   std::string* error_;
   Plan plan_;
   std::vector<bool> auto_rx_;            // per slot: takes the queues nobody listed
@@ -229,8 +295,9 @@ class Planner {
 
 }  // namespace
 
-std::optional<Plan> make_plan(const Config& config, std::string* error) {
-  return Planner(config, error).run();
+std::optional<Plan> make_plan(const Config& config, const NumaTopology& topology,
+                              std::string* error) {
+  return Planner(config, topology, error).run();
 }
 
 namespace {
@@ -288,6 +355,19 @@ std::string format_plan(const Config& config, const Plan& plan) {
     out << "every " << config.stats_interval_s << " s\n";
   else
     out << "off\n";
+  out << "mbuf pools:";
+  for (size_t i = 0; i < plan.pools.size(); ++i) {
+    out << (i ? "; node " : " node ") << plan.pools[i].node << ", " << plan.pools[i].mbufs
+        << " mbufs" << (config.mbufs ? "" : " (auto)") << ", for";
+    bool any = false;
+    for (size_t p = 0; p < config.ports.size(); ++p) {
+      if (plan.port_pool_nodes[p] != plan.pools[i].node) continue;
+      out << (any ? ", " : " ") << config.ports[p].name;
+      any = true;
+    }
+    if (!any) out << " no port";
+  }
+  out << "\n";
   out << "control socket " << config.control_socket();
   if (config.control.access.mode)
     out << " mode " << std::oct << *config.control.access.mode << std::dec;
@@ -338,7 +418,9 @@ std::string format_plan(const Config& config, const Plan& plan) {
         out << "off";
       out << ", tx retries " << port.tx_retries_max << "\n";
     } else {
-      out << port.device << "\n";
+      out << port.device;
+      if (plan.port_nodes[p] != kAnyNode) out << " (node " << plan.port_nodes[p] << ")";
+      out << "\n";
       out << "    rx queues " << port.queues << ", tx queues " << plan.tx_queues[p]
           << ", descriptors " << port.rx_descriptors << " rx / " << port.tx_descriptors
           << " tx, rx_free_thresh " << auto_or(port.rx_free_thresh) << ", mtu "
@@ -359,15 +441,21 @@ std::string format_plan(const Config& config, const Plan& plan) {
       << plan.lcores.size() << "\n";
   for (const PlannedLcore& lcore : plan.lcores) {
     out << "  lcore " << lcore.lcore << " (slot " << lcore.slot << (lcore.is_main ? ", main" : "")
-        << "), busy poll ";
+        << "), ";
+    if (lcore.node != kAnyNode) out << "node " << lcore.node << ", ";
+    out << "busy poll ";
     if (lcore.busy_poll_us)
       out << *lcore.busy_poll_us << " us then sleep\n";
     else
       out << "forever\n";
     if (lcore.rx.empty()) out << "    rx none (idle: every queue is placed elsewhere)\n";
-    for (const PlannedRxQueue& rx : lcore.rx)
+    for (const PlannedRxQueue& rx : lcore.rx) {
       out << "    rx " << config.ports[rx.port].name << ":" << rx.queue << ", weight "
-          << format_weight(rx.weight) << "\n";
+          << format_weight(rx.weight);
+      if (plan.cross_node(rx.port, lcore))
+        out << ", cross-NUMA: the port is on node " << plan.port_nodes[rx.port];
+      out << "\n";
+    }
     out << "    tx";
     for (size_t p = 0; p < config.ports.size(); ++p)
       out << (p ? ", " : " ") << config.ports[p].name << ":"

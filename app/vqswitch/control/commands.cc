@@ -192,6 +192,8 @@ Json ControlCommands::show() const {
     p["link"] = port->link_up() ? "up" : "down";
     p["rx_queues"] = port->rx_queue_count();
     p["tx_queues"] = port->tx_queue_count();
+    // A NIC's device's; a guest's memory's once it connected; -1: not known, or any.
+    p["numa_node"] = switch_.port_node(port->index());
     if (port->is_guest()) {
       const VhostDevice& device = static_cast<const GuestPort&>(*port).device();
       p["socket"] = pc.socket;
@@ -201,15 +203,16 @@ Json ControlCommands::show() const {
       const auto& nic = static_cast<const EthdevPort&>(*port);
       p["device"] = pc.device;
       p["port_id"] = nic.port_id();
-      p["numa_node"] = rte_eth_dev_socket_id(nic.port_id());
     }
     ports.push_back(std::move(p));
   }
   j["ports"] = std::move(ports);
   Json lcores = Json::array();
-  for (const auto& loop : switch_.lcores()) {
+  for (size_t i = 0; i < switch_.lcores().size(); ++i) {
+    const auto& loop = switch_.lcores()[i];
     Json l;
     l["lcore"] = loop->lcore();
+    l["numa_node"] = switch_.lcore_node(i);
     if (loop->busy_poll_us()) {
       l["busy_poll_us"] = *loop->busy_poll_us();
     } else {
@@ -222,10 +225,15 @@ Json ControlCommands::show() const {
     lcores.push_back(std::move(l));
   }
   j["lcores"] = std::move(lcores);
-  Json mbufs;
-  mbufs["size"] = switch_.pool()->size;
-  mbufs["available"] = rte_mempool_avail_count(switch_.pool());  // the lcores' caches included
-  j["mbufs"] = std::move(mbufs);
+  Json pools = Json::array();
+  for (const Switch::NodePool& p : switch_.pools()) {
+    Json pool;
+    pool["numa_node"] = p.node;
+    pool["size"] = p.pool->size;
+    pool["available"] = rte_mempool_avail_count(p.pool);  // the lcores' caches included
+    pools.push_back(std::move(pool));
+  }
+  j["mbufs"] = std::move(pools);
   return j;
 }
 
@@ -274,6 +282,10 @@ Json ControlCommands::rxq_show() const {
       r["port"] = slot.port->name();
       r["queue"] = slot.queue;
       r["lcore"] = loop.lcore();
+      r["lcore_numa_node"] = switch_.lcore_node(i);
+      r["port_numa_node"] = switch_.port_node(slot.port->index());
+      r["cross_numa"] = r["port_numa_node"] >= 0 && r["lcore_numa_node"] >= 0 &&
+                        r["port_numa_node"] != r["lcore_numa_node"];
       r["usage_pct"] = percent(q.busy_cycles, lcore.busy_cycles);
       r["packets"] = q.packets;
       r["weight_packets"] = slot.weight.packets;
@@ -503,6 +515,11 @@ std::string set_busy_poll_text(const Json& j) {
               : format("sleeps after %u us idle\n", j["busy_poll_us"].get<unsigned>()));
 }
 
+// A NUMA node as the text output shows it: -1 is "any" (not known, or not tied to one).
+std::string node_text(const Json& node) {
+  return node.get<int>() >= 0 ? std::to_string(node.get<int>()) : std::string("any");
+}
+
 std::string show_text(const Json& j) {
   std::string out;
   for (const Json& p : j["ports"]) {
@@ -513,13 +530,14 @@ std::string show_text(const Json& j) {
       out += cat({"  ", p["socket"].get<std::string>(), " (", p["mode"].get<std::string>(),
                   ")  features ", p["features"].get<std::string>()});
     } else {
-      out += format("  %s (port %u, numa node %d)", p["device"].get<std::string>().c_str(),
-                    p["port_id"].get<unsigned>(), p["numa_node"].get<int>());
+      out += format("  %s (port %u)", p["device"].get<std::string>().c_str(),
+                    p["port_id"].get<unsigned>());
     }
-    out += "\n";
+    out += cat({"  numa node ", node_text(p["numa_node"]), "\n"});
   }
   for (const Json& l : j["lcores"]) {
-    out += format("lcore %-3u ", l["lcore"].get<unsigned>());
+    out += format("lcore %-3u node %s  ", l["lcore"].get<unsigned>(),
+                  node_text(l["numa_node"]).c_str());
     out += l["busy_poll_us"].is_null()
                ? std::string("polls always")
                : format("sleeps after %u us idle", l["busy_poll_us"].get<unsigned>());
@@ -527,8 +545,9 @@ std::string show_text(const Json& j) {
     for (const Json& q : l["rx"]) out += cat({" ", q.get<std::string>()});
     out += "\n";
   }
-  out += format("mbufs %u, %u available\n", j["mbufs"]["size"].get<unsigned>(),
-                j["mbufs"]["available"].get<unsigned>());
+  for (const Json& pool : j["mbufs"])
+    out += format("mbufs on node %d: %u, %u available\n", pool["numa_node"].get<int>(),
+                  pool["size"].get<unsigned>(), pool["available"].get<unsigned>());
   return out;
 }
 
@@ -553,11 +572,16 @@ std::string rxq_show_text(const Json& j) {
   std::string out = format("last %.1f s:\n", j["interval_s"].get<double>());
   for (const Json& q : j["rx_queues"]) {
     out += format(
-        "lcore %-3u %-20s usage %5.1f %%  packets %-12" PRIu64 " weight %u packets / %u bytes\n",
+        "lcore %-3u %-20s usage %5.1f %%  packets %-12" PRIu64 " weight %u packets / %u bytes",
         q["lcore"].get<unsigned>(),
         (q["port"].get<std::string>() + ":" + std::to_string(q["queue"].get<unsigned>())).c_str(),
         q["usage_pct"].get<double>(), q["packets"].get<uint64_t>(),
         q["weight_packets"].get<unsigned>(), q["weight_bytes"].get<unsigned>());
+    // As pmd-rxq-show marks a queue polled from another NUMA node.
+    if (q["cross_numa"].get<bool>())
+      out += format("  (cross-NUMA: port on node %d, lcore on node %d)",
+                    q["port_numa_node"].get<int>(), q["lcore_numa_node"].get<int>());
+    out += "\n";
   }
   return out;
 }

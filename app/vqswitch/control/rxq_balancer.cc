@@ -18,18 +18,21 @@ bool RxqBalancer::rebalance(bool force, Result* result, std::string* error) {
   std::vector<QueueLoad> queues;
   std::vector<const RxSlot*> slots;
   std::vector<bool> takes(lcores.size());
+  std::vector<int> nodes(lcores.size());  // queues stay on their port's NUMA node where they can
   for (size_t i = 0; i < lcores.size(); ++i) {
     takes[i] = switch_.takes_auto_rx(i);
+    nodes[i] = switch_.lcore_node(i);
     for (const RxSlot& s : lcores[i]->poller().slots()) {
-      queues.push_back({load_.queue(i, s).busy_cycles, i, !takes[i]});
+      queues.push_back(
+          {load_.queue(i, s).busy_cycles, i, !takes[i], switch_.port_node(s.port->index())});
       slots.push_back(&s);
     }
   }
   std::vector<size_t> current(queues.size());
   for (size_t q = 0; q < queues.size(); ++q) current[q] = queues[q].lcore;
   const std::vector<size_t> proposed = config.rxq_assign == RxqAssign::kCycles
-                                           ? assign_by_cycles(queues, takes)
-                                           : assign_round_robin(queues, takes);
+                                           ? assign_by_cycles(queues, takes, nodes)
+                                           : assign_round_robin(queues, takes, nodes);
   result->improvement_pct = improvement_pct(lcore_loads(queues, current, lcores.size()),
                                             lcore_loads(queues, proposed, lcores.size()));
   std::vector<Switch::RxMove> moves;

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/rxq_balance.h"
 #include "datapath/eal_dma_registrar.h"
 #include "ports/ethdev_port.h"
 #include "ports/guest_port.h"
@@ -22,27 +23,8 @@
 namespace vqs::app {
 namespace {
 
-constexpr uint32_t kMinMbufs = 8192;
-constexpr uint32_t kMempoolCache = 256;
 // How long add_port and del_port wait for an lcore to take a change (it is woken if asleep).
 constexpr int kApplyTimeoutMs = 2000;
-
-// Enough mbufs for every ring a NIC keeps full, a burst in flight per guest queue and tx buffer,
-// and the per-lcore caches.
-uint32_t mbufs_needed(const Config& config, const Plan& plan) {
-  uint64_t n = 0;
-  const uint64_t lcores = plan.lcores.size();
-  for (const PortConfig& p : config.ports) {
-    if (p.type == PortType::kEthdev) {
-      n += uint64_t{p.queues} * p.rx_descriptors + lcores * p.tx_descriptors;
-    } else {
-      n += uint64_t{p.queues} * 2 * config.burst;
-    }
-    n += lcores * config.burst;  // a tx buffer per lcore
-  }
-  n += (lcores + 1) * kMempoolCache * 3 / 2;
-  return static_cast<uint32_t>(std::clamp<uint64_t>(n, kMinMbufs, UINT32_MAX / 2));
-}
 
 // Payload references of software-segmented TCP trains: what NIC tx rings hold, plus a train
 // per lcore being buffered.
@@ -90,13 +72,27 @@ bool Switch::build(std::string* error) {
 }
 
 bool Switch::create_pools(std::string* error) {
-  const uint32_t mbufs = config_.mbufs != 0 ? config_.mbufs : mbufs_needed(config_, plan_);
-  pool_ = rte_pktmbuf_pool_create("vqswitch_mbufs", mbufs, kMempoolCache, 0,
-                                  RTE_MBUF_DEFAULT_BUF_SIZE, static_cast<int>(rte_socket_id()));
-  if (pool_ == nullptr) {
-    *error = "cannot create a pool of " + std::to_string(mbufs) +
-             " mbufs: " + rte_strerror(rte_errno) + " (eal.memory_mb too small?)";
-    return false;
+  for (const Plan::Pool& planned : plan_.pools) {
+    const std::string name = "vqswitch_mbufs_n" + std::to_string(planned.node);
+    rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), planned.mbufs, kMempoolCache, 0,
+                                                RTE_MBUF_DEFAULT_BUF_SIZE, planned.node);
+    if (pool == nullptr && rte_errno == ENOMEM) {
+      // No (hugepage) memory on that node: the pool still serves its ports, from elsewhere.
+      pool = rte_pktmbuf_pool_create(name.c_str(), planned.mbufs, kMempoolCache, 0,
+                                     RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+      if (pool != nullptr)
+        SWITCH_LOG(WARNING,
+                   "NUMA node %d has no memory for its mbuf pool: it comes from another node "
+                   "(reserve hugepages on every node with lcores or ports)",
+                   planned.node);
+    }
+    if (pool == nullptr) {
+      *error = "cannot create a pool of " + std::to_string(planned.mbufs) + " mbufs on node " +
+               std::to_string(planned.node) + ": " + rte_strerror(rte_errno) +
+               " (eal.memory_mb too small?)";
+      return false;
+    }
+    pools_.push_back({planned.node, pool});
   }
   // TCP segment trains come only from guests with tso: an output that cannot take them whole
   // has them cut by the lcore (rte_gso), payload by reference.
@@ -104,8 +100,7 @@ bool Switch::create_pools(std::string* error) {
                                   [](const PortConfig& p) { return p.vhost.tso; });
   if (!trains) return true;
   const uint32_t n = indirect_mbufs_needed(config_, plan_);
-  gso_pool_ = rte_pktmbuf_pool_create("vqswitch_gso", n, kMempoolCache, 0, 0,
-                                      static_cast<int>(rte_socket_id()));
+  gso_pool_ = rte_pktmbuf_pool_create("vqswitch_gso", n, kMempoolCache, 0, 0, SOCKET_ID_ANY);
   if (gso_pool_ == nullptr) {
     *error = "cannot create a pool of " + std::to_string(n) +
              " segmentation mbufs: " + rte_strerror(rte_errno) + " (eal.memory_mb too small?)";
@@ -122,7 +117,7 @@ bool Switch::create_ports(std::string* error) {
     for (uint16_t i = 0; i < config_.ports.size(); ++i) {
       if ((config_.ports[i].type == PortType::kVhost) != guests) continue;
       std::string port_error;
-      if (!create_port(i, &port_error)) {
+      if (!create_port(i, pool_for_node(plan_.port_pool_nodes[i]), &port_error)) {
         // Named like a config error: the file, where the port is, and what failed.
         *error = config_.error_at("ports[" + std::to_string(i) + "]",
                                   config_.ports[i].name + ": " + port_error);
@@ -133,18 +128,20 @@ bool Switch::create_ports(std::string* error) {
   return true;
 }
 
-bool Switch::create_port(uint16_t index, std::string* error) {
+bool Switch::create_port(uint16_t index, rte_mempool* pool, std::string* error) {
   const PortConfig& pc = port_configs_[index];
   if (pc.type == PortType::kVhost) {
-    GuestPort::ZeroCopyHooks hooks;
+    GuestPort::SwitchHooks hooks;
     hooks.release_lent = [this] { request_tx_release(); };
     hooks.dma_registrar = dma_registrar_.get();
-    ports_[index] = GuestPort::create(pc, index, pool_, std::move(hooks), error);
+    hooks.pool_for_node = [this](int node) { return pool_for_node(node); };
+    ports_[index] = GuestPort::create(pc, index, pool, std::move(hooks), error);
   } else {
-    const bool sleeps = std::any_of(plan_.lcores.begin(), plan_.lcores.end(),
-                                    [](const PlannedLcore& l) { return l.busy_poll_us.has_value(); });
+    const bool sleeps =
+        std::any_of(plan_.lcores.begin(), plan_.lcores.end(),
+                    [](const PlannedLcore& l) { return l.busy_poll_us.has_value(); });
     ports_[index] = EthdevPort::create(pc, index, static_cast<uint16_t>(plan_.lcores.size()),
-                                       config_.burst, sleeps, pool_, error);
+                                       config_.burst, sleeps, pool, error);
   }
   return ports_[index] != nullptr;
 }
@@ -191,6 +188,9 @@ std::vector<TxBufferSet::Output> Switch::tx_outputs(uint16_t slot) const {
 
 void Switch::create_lcores() {
   for (const PlannedLcore& pl : plan_.lcores) {
+    // Copies an lcore makes (lent buffers toward NICs that cannot take them) from its node.
+    rte_mempool* lcore_pool = pool_for_node(pl.node);
+    if (lcore_pool == nullptr) lcore_pool = pools_.front().pool;
     std::vector<RxSlot> rx;
     for (const PlannedRxQueue& q : pl.rx) {
       RxSlot slot;
@@ -201,9 +201,8 @@ void Switch::create_lcores() {
     }
     lcores_.push_back(std::make_unique<LcoreLoop>(
         pl.lcore, pl.slot, std::move(rx),
-        TxBufferSet(tx_outputs(pl.slot), config_.burst, {pool_, gso_pool_}, kMaxPorts),
-        forwarding_.get(),
-        pl.busy_poll_us, config_.burst, &lcore_signals_));
+        TxBufferSet(tx_outputs(pl.slot), config_.burst, {lcore_pool, gso_pool_}, kMaxPorts),
+        forwarding_.get(), pl.busy_poll_us, config_.burst, &lcore_signals_));
   }
 }
 
@@ -253,7 +252,7 @@ Switch::~Switch() {
     if (port != nullptr && port->is_guest()) port.reset();
   ports_.clear();
   bridge_.reset();
-  if (pool_ != nullptr) rte_mempool_free(pool_);
+  for (const NodePool& p : pools_) rte_mempool_free(p.pool);
   if (gso_pool_ != nullptr) rte_mempool_free(gso_pool_);
 }
 
@@ -322,6 +321,51 @@ void Switch::housekeeping() {
     if (port != nullptr && port->is_guest() &&
         static_cast<const GuestPort&>(*port).config().vhost.zero_copy)
       static_cast<GuestPort&>(*port).reap_orphans();
+  place_by_node();
+}
+
+void Switch::place_by_node() {
+  std::vector<QueueLoad> queues;
+  std::vector<const RxSlot*> slots;
+  std::vector<bool> takes(lcores_.size());
+  std::vector<int> nodes(lcores_.size());
+  for (size_t i = 0; i < lcores_.size(); ++i) {
+    takes[i] = takes_auto_rx(i);
+    nodes[i] = lcore_node(i);
+    for (const RxSlot& s : lcores_[i]->poller().slots()) {
+      QueueLoad q;
+      q.lcore = i;
+      q.pinned = !takes[i];
+      q.node = port_node(s.port->index());
+      queues.push_back(q);
+      slots.push_back(&s);
+    }
+  }
+  const std::vector<size_t> placement = assign_to_nodes(queues, takes, nodes);
+  std::vector<RxMove> moves;
+  for (size_t q = 0; q < queues.size(); ++q) {
+    const RxSlot& s = *slots[q];
+    const size_t from = queues[q].lcore;
+    const int node = queues[q].node;
+    if (placement[q] != from) {
+      moves.push_back({s.port->index(), s.queue, from, placement[q]});
+      SWITCH_LOG(INFO, "port %s queue %u is on NUMA node %d: moved from lcore %u to lcore %u",
+                 s.port->name().c_str(), s.queue, node, lcores_[from]->lcore(),
+                 lcores_[placement[q]]->lcore());
+    } else if (node != kAnyNode && nodes[from] != kAnyNode && node != nodes[from] &&
+               cross_node_warned_
+                   .insert(s.port->name() + ":" + std::to_string(s.queue) + ":" +
+                           std::to_string(node))
+                   .second) {
+      SWITCH_LOG(WARNING, "port %s queue %u is on NUMA node %d but polled by lcore %u on node %d%s",
+                 s.port->name().c_str(), s.queue, node, lcores_[from]->lcore(), nodes[from],
+                 queues[q].pinned ? " (placed there by the file)"
+                                  : ": no lcore with rx: auto on its node");
+    }
+  }
+  std::string error;
+  if (!moves.empty() && !move_rx(moves, &error))
+    SWITCH_LOG(ERR, "rx queues not moved to their NUMA node: %s", error.c_str());
 }
 
 PortTotals Switch::totals(uint16_t index) const {
@@ -407,9 +451,8 @@ bool Switch::apply_to_lcores(const std::function<LcoreChange(const LcoreLoop&)>&
   return all;
 }
 
-const Forwarding* Switch::next_forwarding(const std::function<void(Forwarding&)>& edit,
-                                          int leaving, const VlanMap** vlans,
-                                          std::string* error) {
+const Forwarding* Switch::next_forwarding(const std::function<void(Forwarding&)>& edit, int leaving,
+                                          const VlanMap** vlans, std::string* error) {
   auto next = std::make_unique<Forwarding>(*forwarding_);
   next->xconnect_peer.resize(ports_.size(), -1);
   edit(*next);
@@ -434,20 +477,42 @@ void Switch::retire_forwarding() {
   if (bridge_ != nullptr) bridge_->retire_vlans();
 }
 
-bool Switch::mbufs_for(const PortConfig& port, std::string* error) const {
+bool Switch::mbufs_for(const PortConfig& port, rte_mempool* pool, std::string* error) const {
   const uint64_t lcores = plan_.lcores.size();
-  const uint64_t needed =
-      port.type == PortType::kEthdev
-          ? uint64_t{port.queues} * port.rx_descriptors + lcores * (port.tx_descriptors + config_.burst)
-          : uint64_t{port.queues} * 2 * config_.burst + lcores * config_.burst;
-  // What the lcores' caches may hold besides, as at start (mbufs_needed).
+  const uint64_t needed = port.type == PortType::kEthdev
+                              ? uint64_t{port.queues} * port.rx_descriptors +
+                                    lcores * (port.tx_descriptors + config_.burst)
+                              : uint64_t{port.queues} * 2 * config_.burst + lcores * config_.burst;
+  // What the lcores' caches may hold besides, as the plan sizes pools.
   const uint64_t spare = (lcores + 1) * kMempoolCache * 3 / 2;
-  const uint64_t available = rte_mempool_avail_count(pool_);
+  const uint64_t available = rte_mempool_avail_count(pool);
   if (available >= needed + spare) return true;
-  *error = "the mbuf pool has " + std::to_string(available) + " mbufs free, the port needs " +
-           std::to_string(needed) + " and " + std::to_string(spare) +
+  *error = std::string("the mbuf pool ") + pool->name + " has " + std::to_string(available) +
+           " mbufs free, the port needs " + std::to_string(needed) + " and " +
+           std::to_string(spare) +
            " are kept for the lcores' caches (set mbufs: in the configuration)";
   return false;
+}
+
+rte_mempool* Switch::pool_for_node(int node) const {
+  for (const NodePool& p : pools_)
+    if (p.node == node) return p.pool;
+  return nullptr;
+}
+
+rte_mempool* Switch::pool_for_added(const PortConfig& port) const {
+  rte_mempool* pool = nullptr;
+  if (port.type == PortType::kEthdev)
+    pool = pool_for_node(system_numa_topology().node_of_device(port.device));
+  return pool != nullptr ? pool : pools_.front().pool;
+}
+
+int Switch::port_node(uint16_t index) const {
+  const Port* port = ports_[index].get();
+  if (port == nullptr) return kAnyNode;
+  if (port->is_guest()) return static_cast<const GuestPort*>(port)->numa_node();
+  const int node = rte_eth_dev_socket_id(static_cast<const EthdevPort*>(port)->port_id());
+  return node >= 0 ? node : kAnyNode;
 }
 
 std::optional<uint16_t> Switch::add_port(const PortConfig& port, const std::string& peer,
@@ -471,7 +536,8 @@ std::optional<uint16_t> Switch::add_port(const PortConfig& port, const std::stri
       return std::nullopt;
     }
   }
-  if (!mbufs_for(port, error)) return std::nullopt;
+  rte_mempool* pool = pool_for_added(port);
+  if (!mbufs_for(port, pool, error)) return std::nullopt;
   // The first free index: a deleted port's, or a new one.
   uint16_t index = 0;
   while (index < ports_.size() && ports_[index] != nullptr) ++index;
@@ -480,7 +546,7 @@ std::optional<uint16_t> Switch::add_port(const PortConfig& port, const std::stri
     port_configs_.emplace_back();
   }
   port_configs_[index] = port;
-  if (!create_port(index, error)) {
+  if (!create_port(index, pool, error)) {
     port_configs_[index] = PortConfig{};
     *error = port.name + ": " + *error;
     return std::nullopt;
@@ -517,10 +583,17 @@ std::optional<uint16_t> Switch::add_port(const PortConfig& port, const std::stri
         return change;
       },
       error);
-  // Its rx queues, each to the lcore (with rx: auto) polling the fewest.
+  // Its rx queues, each to the lcore (with rx: auto) polling the fewest, among those on its NUMA
+  // node where there are any (a guest's node is known once it connects: place_by_node).
   std::vector<std::vector<RxSlot>> rx(lcores_.size());
   std::vector<size_t> load(lcores_.size());
   for (size_t i = 0; i < lcores_.size(); ++i) load[i] = lcores_[i]->poller().slots().size();
+  const bool none_auto = std::none_of(auto_rx_.begin(), auto_rx_.end(), [](bool b) { return b; });
+  const int node = port_node(index);
+  bool local = false;
+  for (size_t i = 0; i < lcores_.size(); ++i)
+    local = local || ((auto_rx_[lcores_[i]->slot()] || none_auto) && node != kAnyNode &&
+                      lcore_node(i) == node);
   for (uint16_t q = 0; q < created.rx_queue_count(); ++q) {
     // The lcore id the file lists it on, or -1.
     const int64_t listed = rx_lcores != nullptr && q < rx_lcores->size() && (*rx_lcores)[q]
@@ -528,10 +601,9 @@ std::optional<uint16_t> Switch::add_port(const PortConfig& port, const std::stri
                                : -1;
     size_t best = SIZE_MAX;
     for (size_t i = 0; i < lcores_.size(); ++i) {
-      const bool takes =
-          listed >= 0 ? lcores_[i]->lcore() == static_cast<unsigned>(listed)
-                 : auto_rx_[lcores_[i]->slot()] ||
-                       std::none_of(auto_rx_.begin(), auto_rx_.end(), [](bool b) { return b; });
+      const bool takes = listed >= 0 ? lcores_[i]->lcore() == static_cast<unsigned>(listed)
+                                     : (auto_rx_[lcores_[i]->slot()] || none_auto) &&
+                                           (!local || lcore_node(i) == node);
       if (takes && (best == SIZE_MAX || load[i] < load[best])) best = i;
     }
     if (best == SIZE_MAX) best = 0;  // a listed lcore is a forwarding lcore (plan_reload)

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -110,9 +111,22 @@ class Switch {
   }
   const std::vector<std::unique_ptr<LcoreLoop>>& lcores() const { return lcores_; }
   L2Bridge* bridge() const { return bridge_.get(); }
-  rte_mempool* pool() const { return pool_; }
+  // The mbuf pools, one per NUMA node the plan found (Plan::pools), in node order.
+  struct NodePool {
+    int node = 0;
+    rte_mempool* pool = nullptr;
+  };
+  const std::vector<NodePool>& pools() const { return pools_; }
+  // The pool of `node`, or nullptr where there is none.
+  rte_mempool* pool_for_node(int node) const;
+  // NUMA nodes: of the lcore at `index` (its CPU's), and of a port (a NIC's device; a guest's
+  // memory, once connected), -1 when not known.
+  int lcore_node(size_t index) const { return plan_.lcores[index].node; }
+  int port_node(uint16_t index) const;
   PortTotals totals(uint16_t port) const;
-  // Control thread, periodically: bridge aging; guests gone with buffers lent reaped.
+  // Control thread, periodically: bridge aging; guests gone with buffers lent reaped; rx queues
+  // of guests that connected on another NUMA node than their lcore's moved to an lcore there
+  // (with rx: auto), or a warning.
   void housekeeping();
 
  private:
@@ -126,7 +140,14 @@ class Switch {
   // The tx buffers of the lcore in `slot`: one output per port.
   std::vector<TxBufferSet::Output> tx_outputs(uint16_t slot) const;
   TxBufferSet::Output tx_output(const Port& port, uint16_t slot) const;
-  bool create_port(uint16_t index, std::string* error);
+  // The port at `index` from port_configs_, its rx queues taking mbufs from `pool`.
+  bool create_port(uint16_t index, rte_mempool* pool, std::string* error);
+  // The pool a port added at run time takes mbufs from: its device's node's (NICs), else the
+  // first.
+  rte_mempool* pool_for_added(const PortConfig& port) const;
+  // housekeeping(): queues polled on another node than their port's, where an lcore with rx:
+  // auto on that node can take them; a warning, once, for those that stay.
+  void place_by_node();
   // Hands a change to every lcore (`change_for(loop)`), then waits for them all.
   bool apply_to_lcores(const std::function<LcoreChange(const LcoreLoop&)>& change_for,
                        std::string* error);
@@ -136,7 +157,7 @@ class Switch {
   const Forwarding* next_forwarding(const std::function<void(Forwarding&)>& edit, int leaving,
                                     const VlanMap** vlans, std::string* error);
   void retire_forwarding();
-  bool mbufs_for(const PortConfig& port, std::string* error) const;
+  bool mbufs_for(const PortConfig& port, rte_mempool* pool, std::string* error) const;
   // With zero-copy guests: how each NIC takes lent buffers (EthdevPort::set_lent, a warning for
   // those that get copies), and the registrar mapping guest memory for the NICs that can DMA
   // from it (IOVA as VA). After the NICs exist, before the guests.
@@ -146,17 +167,18 @@ class Switch {
   const Plan plan_;
   std::vector<PortConfig> port_configs_;  // by port index (a deleted port's: name empty)
   std::vector<bool> auto_rx_;             // by lcore slot: takes the queues of added ports
-  rte_mempool* pool_ = nullptr;
+  std::vector<NodePool> pools_;
   rte_mempool* gso_pool_ = nullptr;              // indirect mbufs for software TCP segmentation
   std::unique_ptr<DmaRegistrar> dma_registrar_;  // outlives the guests: declared before ports_
   std::vector<std::unique_ptr<Port>> ports_;
   std::unique_ptr<L2Bridge> bridge_;
-  std::unique_ptr<Forwarding> forwarding_;  // what the lcores forward by
+  std::unique_ptr<Forwarding> forwarding_;                       // what the lcores forward by
   std::vector<std::unique_ptr<Forwarding>> retired_forwarding_;  // until every lcore moved on
   std::vector<std::unique_ptr<Port>> detached_;  // deleted, but an lcore never confirmed it
   mutable std::shared_mutex topology_mutex_;
   std::atomic<uint64_t> topology_generation_{0};
   std::vector<std::unique_ptr<LcoreLoop>> lcores_;
+  std::set<std::string> cross_node_warned_;  // "port:queue:node" placements warned about
   const std::atomic<bool>* stop_ = nullptr;
   LcoreSignals lcore_signals_;  // see request_tx_release, LcoreLoop::apply
   std::mutex release_mutex_;    // request_tx_release against the lcores' destruction

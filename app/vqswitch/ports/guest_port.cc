@@ -28,7 +28,7 @@ GuestPort::GuestPort(const PortConfig& config, uint16_t index, rte_mempool* pool
 }
 
 std::unique_ptr<GuestPort> GuestPort::create(const PortConfig& config, uint16_t index,
-                                             rte_mempool* pool, ZeroCopyHooks hooks,
+                                             rte_mempool* pool, SwitchHooks hooks,
                                              std::string* error) {
   std::unique_ptr<GuestPort> port(new GuestPort(config, index, pool));
   VhostDeviceOptions options;
@@ -37,6 +37,7 @@ std::unique_ptr<GuestPort> GuestPort::create(const PortConfig& config, uint16_t 
   options.queue_pairs = config.queues;
   options.release_lent = std::move(hooks.release_lent);
   options.dma_registrar = hooks.dma_registrar;
+  port->pool_for_node_ = std::move(hooks.pool_for_node);
   port->device_ = VhostDevice::create(options, port.get(), error);
   if (port->device_ == nullptr) return nullptr;
   for (uint16_t q = 0; q < config.queues; ++q) {
@@ -48,6 +49,7 @@ std::unique_ptr<GuestPort> GuestPort::create(const PortConfig& config, uint16_t 
     port->device_->set_kick_waiter(guest_tx_vring(q), port->kick_epfd_[q]);
   }
   port->map_tx_queues();
+  if (port->device_->link_up()) port->choose_pool();
   return port;
 }
 
@@ -74,7 +76,8 @@ bool GuestPort::watch_rx_wake(uint16_t queue, int epfd, bool add, void* data) {
 
 BurstResult GuestPort::rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t max_packets,
                                 uint32_t max_bytes) {
-  const BurstResult r = device_->receive_burst(queue, pool_, pkts, max_packets, max_bytes);
+  const BurstResult r = device_->receive_burst(queue, pool_.load(std::memory_order_relaxed), pkts,
+                                               max_packets, max_bytes);
   for (uint16_t i = 0; i < r.packets; ++i) {
     pkts[i]->port = index();
     // A checksum the guest left to us (or a TSO train) is now the output's to finish.
@@ -101,7 +104,21 @@ bool GuestPort::tx_housekeeping(uint16_t queue, uint64_t now_tsc) {
 
 void GuestPort::on_link_change(bool up) {
   SWITCH_LOG(INFO, "port %s: guest %s", name().c_str(), up ? "connected" : "disconnected");
+  if (up) choose_pool();
   map_tx_queues();
+}
+
+void GuestPort::choose_pool() {
+  std::lock_guard lock(tx_queue_map_mutex_);
+  if (device_ == nullptr || !pool_for_node_) return;  // connected while create() runs: after
+  // Its packets are copied out of its memory into these mbufs, then sent on from them: on its
+  // node where there is a pool (OVS-DPDK does the same).
+  const int node = device_->memory_node();
+  rte_mempool* pool = node >= 0 ? pool_for_node_(node) : nullptr;
+  if (pool == nullptr || pool == pool_.load(std::memory_order_relaxed)) return;
+  pool_.store(pool, std::memory_order_relaxed);
+  SWITCH_LOG(INFO, "port %s: guest memory on node %d: mbufs from that node's pool", name().c_str(),
+             node);
 }
 
 void GuestPort::map_tx_queues() {

@@ -22,14 +22,17 @@ class GuestPort final : public Port, private VhostDevice::Listener {
  public:
   // Registers the socket (listening, or connecting in client mode). nullptr with `error` set when
   // librte_vhost refuses it.
-  // For zero-copy, from the switch (see VhostDeviceOptions): how to have lent buffers released
-  // (Switch::request_tx_release), and the registrar that maps guest memory for its NICs.
-  struct ZeroCopyHooks {
+  // From the switch. For zero-copy (see VhostDeviceOptions): how to have lent buffers released
+  // (Switch::request_tx_release), and the registrar that maps guest memory for its NICs. For
+  // NUMA: the pool of a node (nullptr: none there), asked when the guest connects.
+  struct SwitchHooks {
     std::function<void()> release_lent;
     DmaRegistrar* dma_registrar = nullptr;
+    std::function<rte_mempool*(int node)> pool_for_node;
   };
+  // `pool`: where mbufs come from until a guest connects on a node that has one.
   static std::unique_ptr<GuestPort> create(const PortConfig& config, uint16_t index,
-                                           rte_mempool* pool, ZeroCopyHooks hooks,
+                                           rte_mempool* pool, SwitchHooks hooks,
                                            std::string* error);
   ~GuestPort() override;
 
@@ -39,6 +42,10 @@ class GuestPort final : public Port, private VhostDevice::Listener {
   // Control thread, now and then: VhostDevice::reap_orphans.
   void reap_orphans() { device_->reap_orphans(); }
   const PortConfig& config() const { return config_; }
+  // The NUMA node of the guest's memory, -1 until it connects (VhostDevice::memory_node).
+  int numa_node() const { return device_->memory_node(); }
+  // The pool its rx queues take mbufs from now.
+  rte_mempool* pool() const { return pool_.load(std::memory_order_relaxed); }
 
   bool is_guest() const override { return true; }
   uint16_t rx_queue_count() const override { return device_->queue_pairs(); }
@@ -66,16 +73,22 @@ class GuestPort final : public Port, private VhostDevice::Listener {
   void on_vring_state(uint16_t, bool) override { map_tx_queues(); }
   // Points every tx queue at itself when the guest enabled it, else at an enabled one.
   void map_tx_queues();
+  // The pool of the guest's memory node, where the switch has one.
+  void choose_pool();
 
   const PortConfig config_;
-  rte_mempool* const pool_;
+  // Read once per burst; set by librte_vhost's thread when a guest connects (mbufs already
+  // taken go back to their own pool).
+  std::atomic<rte_mempool*> pool_;
+  std::function<rte_mempool*(int node)> pool_for_node_;
   std::unique_ptr<VhostDevice> device_;
   // Per rx queue, for sleeping lcores: an epoll set holding the current kickfd (it changes when
   // the guest reconnects), and its entry in the lcore's set.
   std::unique_ptr<int[]> kick_epfd_;
   std::unique_ptr<rte_epoll_event[]> kick_events_;
   std::unique_ptr<std::atomic<uint16_t>[]> tx_queue_map_;
-  std::mutex tx_queue_map_mutex_;  // librte_vhost's thread and the owner's both remap
+  std::mutex tx_queue_map_mutex_;  // librte_vhost's thread and the owner's both remap (and
+                                   // choose the pool)
 };
 
 }  // namespace vqs::app

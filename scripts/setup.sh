@@ -9,7 +9,8 @@ set -euo pipefail
 
 readonly kPackages=(dpdk dpdk-dev libdpdk-dev libnuma-dev libyaml-cpp-dev nlohmann-json3-dev catch2 meson ninja-build iputils-ping
                     pkg-config g++ clang-format dpkg-dev iproute2 procps ethtool
-                    clang-14 libclang-rt-14-dev)  # the fuzz harnesses (libFuzzer)
+                    clang-14 libclang-rt-14-dev  # the fuzz harnesses (libFuzzer)
+                    qemu-system-x86 busybox-static)  # Linux test guests (scripts/guest/build.sh)
 readonly kSdkHeaders=(lib/ethdev/ethdev_driver.h lib/ethdev/ethdev_vdev.h
                       drivers/bus/vdev/bus_vdev_driver.h lib/eal/include/dev_driver.h
                       lib/eal/include/bus_driver.h)

@@ -288,6 +288,7 @@ Json ControlCommands::rxq_show() const {
                         r["port_numa_node"] != r["lcore_numa_node"];
       r["usage_pct"] = percent(q.busy_cycles, lcore.busy_cycles);
       r["packets"] = q.packets;
+      r["packets_total"] = slot.port->rx_counters(slot.queue).rx_packets;  // since it was added
       r["weight_packets"] = slot.weight.packets;
       r["weight_bytes"] = slot.weight.bytes;
       queues.push_back(std::move(r));

@@ -41,7 +41,7 @@ meson test -C build-release --print-errorlogs || status=1
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   meson test -C build-asan --print-errorlogs || status=1
 
-# Each harness replays its regressions, then fuzzes for 1,000,000 executions (scripts/fuzz.sh).
+# Each harness replays its regressions, then fuzzes for 400,000 executions (scripts/fuzz.sh).
 meson test -C build-fuzz --suite fuzz --print-errorlogs || status=1
 
 python3 "$top/scripts/count_tests.py" build-release/meson-logs/testlog.json \

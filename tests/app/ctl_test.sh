@@ -51,6 +51,11 @@ check "show --json: ports" '[p["name"] for p in j["ports"]] == ["n0", "n1"] and
   j["ports"][0]["type"] == "ethdev" and j["ports"][0]["device"] == "net_null0"' <"$work/show.json"
 check "show --json: lcores" 'j["lcores"][0]["lcore"] == 1 and j["lcores"][0]["rx"] == ["n0:0", "n1:0"]' \
   <"$work/show.json"
+check "show --json: NUMA nodes of ports and lcores (one node here), one mbuf pool on it" \
+  'all(p["numa_node"] == 0 for p in j["ports"]) and j["lcores"][0]["numa_node"] == 0 and
+   len(j["mbufs"]) == 1 and j["mbufs"][0]["numa_node"] == 0 and j["mbufs"][0]["size"] > 0' \
+  <"$work/show.json"
+grep -qE '^mbufs on node 0: [0-9]+, [0-9]+ available' "$work/show.txt" || fail "show: pools: $(cat "$work/show.txt")"
 
 "$ctl" -s "$sock" lcore-show --json >"$work/lcore.json" || fail "lcore-show --json: exit $?"
 check "lcore-show: a forwarding lcore at full rate is busy and counts cycles per packet" \
@@ -63,6 +68,9 @@ check "lcore-show: a forwarding lcore at full rate is busy and counts cycles per
 check "rxq-show: both queues on lcore 1, their shares sum to at most 100 % and are not zero" \
   'len(j["rx_queues"]) == 2 and all(q["lcore"] == 1 and q["usage_pct"] > 10 for q in j["rx_queues"])
    and sum(q["usage_pct"] for q in j["rx_queues"]) <= 100.0001' <"$work/rxq.json"
+check "rxq-show: nodes, nothing across NUMA nodes, packets since start" \
+  'all(q["port_numa_node"] == 0 and q["lcore_numa_node"] == 0 and not q["cross_numa"] and
+       q["packets_total"] >= q["packets"] for q in j["rx_queues"])' <"$work/rxq.json"
 "$ctl" -s "$sock" rxq-show | grep -qE '^lcore 1 +n0:0 +usage' || fail "rxq-show text"
 
 "$ctl" -s "$sock" stats --json >"$work/stats.json" || fail "stats --json: exit $?"
@@ -90,7 +98,7 @@ check "rxq-show shows the new weights" '[(q["weight_packets"], q["weight_bytes"]
   for q in j["rx_queues"]] == [(32, 262144), (64, 65536)]' <"$work/rxq2.json"
 "$ctl" -s "$sock" set-busy-poll 1 100 | grep -qx 'lcore 1: sleeps after 100 us idle' ||
   fail "set-busy-poll 1 100"
-"$ctl" -s "$sock" show | grep -qE '^lcore 1 +sleeps after 100 us idle' || fail "show after set-busy-poll"
+"$ctl" -s "$sock" show | grep -qE '^lcore 1 +node [0-9a-z]+ +sleeps after 100 us idle' || fail "show after set-busy-poll"
 "$ctl" -s "$sock" set-busy-poll 1 off --json >"$work/bp.json" || fail "set-busy-poll off --json"
 check "set-busy-poll off --json" 'j == {"lcore": 1, "busy_poll_us": None}' <"$work/bp.json"
 expect_error() {  # EXPECTED-MESSAGE ARGS...

@@ -7,6 +7,7 @@
 #   g1: the same with two queue pairs (mq=on, two vCPUs): both queues must carry traffic;
 #   g2: QEMU serves the socket (server=on), vqswitch connects (mode: client).
 # Each guest pings the host and the guest before it through the bridge; the host pings each.
+# Then vqswitch restarts under them: each guest answers again, without a reboot.
 #   qemu_guest_test.sh VQSWITCH VQSWITCHCTL SOURCE_DIR
 set -uo pipefail
 
@@ -71,11 +72,18 @@ qemu() {
 # g2's QEMU listens first: vqswitch connects to it at start (and would retry until it does).
 qemu g2 1 4 "server=on,wait=off" 1
 for _ in $(seq 50); do [ -S "$run/g2.sock" ] && break; sleep 0.1; done
-"$vqswitch" --config "$run/switch.yaml" >"$run/switch.log" 2>&1 &
-switch_pid=$!
-for _ in $(seq 100); do [ -S "$run/ctl.sock" ] && break; sleep 0.1; done
-[ -S "$run/ctl.sock" ] || { echo "FAIL: vqswitch did not start: $(tail -n 5 "$run/switch.log")"; exit 1; }
-ip addr add "$host/24" dev "$tap" && ip link set "$tap" up || { echo "FAIL: no tap $tap"; exit 1; }
+# vqswitch, and the host's end of its tap port (a fixed MAC: the guests' ARP entries for the
+# host stay right across a restart of the switch, which creates the tap anew).
+start_switch() {
+  rm -f "$run/ctl.sock"
+  "$vqswitch" --config "$run/switch.yaml" >>"$run/switch.log" 2>&1 &
+  switch_pid=$!
+  for _ in $(seq 100); do [ -S "$run/ctl.sock" ] && break; sleep 0.1; done
+  [ -S "$run/ctl.sock" ] || { echo "FAIL: vqswitch did not start: $(tail -n 5 "$run/switch.log")"; exit 1; }
+  ip link set "$tap" address 02:00:00:00:00:01 && ip addr add "$host/24" dev "$tap" &&
+    ip link set "$tap" up || { echo "FAIL: no tap $tap"; exit 1; }
+}
+start_switch
 qemu g0 1 2 "reconnect=1" 1
 qemu g1 2 3 "reconnect=1" 2
 
@@ -126,6 +134,36 @@ ports = {p["name"]: p for p in json.load(open(sys.argv[1]))["ports"]}
 sys.exit(0 if all(ports[g]["link"] == "up" and ports[g]["numa_node"] >= 0
                   for g in ("g0", "g1", "g2")) else 1)
 PY
+
+# Restart without a guest reboot: vqswitch stops (SIGINT) and starts again with the guests
+# running; QEMU reconnects to its socket (g0, g1: reconnect=1) or vqswitch connects to QEMU's
+# (g2). How long until each guest answers the host again, counted from the new start.
+kill -INT "$switch_pid"
+wait "$switch_pid"
+switch_pid=
+sleep 1
+start_switch
+restarted=$(date +%s%N)
+for n in 2 3 4; do
+  back=""
+  for _ in $(seq 60); do
+    if ping -c 1 -W 1 "${net%.0}.$n" >/dev/null 2>&1; then
+      back=$((($(date +%s%N) - restarted) / 1000000))
+      break
+    fi
+  done
+  if [ -n "$back" ]; then
+    ok "after a restart of vqswitch, ${net%.0}.$n answers again after $back ms"
+    echo "restart: ${net%.0}.$n back after $back ms" >>"$run/restart.txt"
+  else
+    fail "after a restart of vqswitch, ${net%.0}.$n never answered: $(ctl show 2>&1)"
+  fi
+done
+for g in g0 g1 g2; do
+  grep -aq "VQS-GUEST-READY" "$run/$g.console" && [ "$(grep -ac "VQS-GUEST-READY" "$run/$g.console")" -eq 1 ] &&
+    ok "$g did not reboot" || fail "$g rebooted"
+done
+cat "$run/restart.txt" 2>/dev/null
 
 if [ "$failures" -ne 0 ]; then
   echo "--- vqswitch log"; tail -n 40 "$run/switch.log"

@@ -338,7 +338,9 @@ TEST_CASE("NUMA: a pool per node; a guest's queue moves to an lcore on its memor
   CHECK(show["mbufs"][1]["numa_node"] == 1);
   const ControlReply rxq = commands.run({"rxq-show", "--json"});
   REQUIRE(rxq.ok);
-  for (const auto& q : nlohmann::json::parse(rxq.text)["rx_queues"]) {
+  const nlohmann::json queues = nlohmann::json::parse(rxq.text);  // outlives the loop
+  REQUIRE(queues["rx_queues"].size() == 2);
+  for (const auto& q : queues["rx_queues"]) {
     CHECK(q["lcore"] == 1);
     CHECK(q["cross_numa"] == false);
   }

@@ -137,13 +137,16 @@ PY
 
 # Restart without a guest reboot: vqswitch stops (SIGINT) and starts again with the guests
 # running; QEMU reconnects to its socket (g0, g1: reconnect=1) or vqswitch connects to QEMU's
-# (g2). How long until each guest answers the host again, counted from the new start.
+# (g2). How long until each guest answers the host again, counted from the new start (the
+# guests are pinged in turn: each figure includes the wait for those before it).
+stopped=$(date +%s%N)
 kill -INT "$switch_pid"
 wait "$switch_pid"
 switch_pid=
 sleep 1
 start_switch
 restarted=$(date +%s%N)
+echo "restart: vqswitch down for $(((restarted - stopped) / 1000000)) ms (1 s of it on purpose)" >"$run/restart.txt"
 for n in 2 3 4; do
   back=""
   for _ in $(seq 60); do

@@ -62,7 +62,7 @@ qemu() {
   qemu-system-x86_64 -machine pc,accel=tcg,memory-backend=mem -cpu max -smp "$cpus" -m 256M \
     -object memory-backend-file,id=mem,size=256M,mem-path=/dev/hugepages,share=on \
     -kernel "$guest_dir/vmlinuz" -initrd "$guest_dir/initramfs.gz" \
-    -append "console=ttyS0 quiet panic=-1 vqs.ip=${net%.0}.$n/24 vqs.ping=$peers" \
+    -append "console=ttyS0 quiet panic=-1 vqs.ip=${net%.0}.$n/24 vqs.ping=$peers vqs.watch=$host" \
     -chardev "socket,id=chr0,path=$run/$name.sock,$chardev" \
     -netdev "vhost-user,id=net0,chardev=chr0,queues=$queues" \
     -device "virtio-net-pci,netdev=net0,mac=52:54:00:00:00:0$n$mq,vectors=0" \
@@ -139,6 +139,11 @@ PY
 # running; QEMU reconnects to its socket (g0, g1: reconnect=1) or vqswitch connects to QEMU's
 # (g2). How long until each guest answers the host again, counted from the new start (the
 # guests are pinged in turn: each figure includes the wait for those before it).
+# The guests ping the host every 0.2 s (vqs.watch) through all of it: the last reply each saw
+# before the stop.
+seqs() { grep -a "^VQS-WATCH .* seq=" "$run/$1.console" | sed 's/.* seq=\([0-9]*\).*/\1/'; }
+declare -A before
+for g in g0 g1 g2; do before[$g]=$(seqs "$g" | tail -n 1); done
 stopped=$(date +%s%N)
 kill -INT "$switch_pid"
 wait "$switch_pid"
@@ -165,6 +170,23 @@ done
 for g in g0 g1 g2; do
   grep -aq "VQS-GUEST-READY" "$run/$g.console" && [ "$(grep -ac "VQS-GUEST-READY" "$run/$g.console")" -eq 1 ] &&
     ok "$g did not reboot" || fail "$g rebooted"
+done
+# What the guests saw: their own pings answered again; how many were lost after the stop (a
+# request waits in the guest's TX ring while vqswitch is away), and the longest round trip.
+sleep 2
+for g in g0 g1 g2; do
+  from=${before[$g]:-0}
+  last=$(seqs "$g" | tail -n 1)
+  lost=$(seqs "$g" | awk -v from="$from" '$1 > from && NR > 1 && $1 > prev + 1 { n += $1 - prev - 1 } { prev = $1 } END { print n + 0 }')
+  rtt=$(grep -a "^VQS-WATCH .* seq=" "$run/$g.console" |
+        awk -v from="$from" '{ s = $0; sub(/.* seq=/, "", s); sub(/ .*/, "", s); t = $0; sub(/.*time=/, "", t); sub(/ .*/, "", t) }
+                             s + 0 > from + 0 && t + 0 > max { max = t + 0 } END { printf "%.0f", max }')
+  if [ -n "$last" ] && [ "$last" -gt "$from" ]; then
+    ok "$g's own pings to the host are answered again: $lost lost after the stop, longest round trip $rtt ms"
+    echo "restart: $g's pings every 0.2 s: $lost lost, longest round trip $rtt ms" >>"$run/restart.txt"
+  else
+    fail "$g's own pings stopped being answered (last seq $last, before the stop $from)"
+  fi
 done
 cat "$run/restart.txt" 2>/dev/null
 

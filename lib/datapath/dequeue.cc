@@ -224,8 +224,16 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
   const uint32_t hdr_size = vq.features().net_hdr_size;
   const DescChainReader& reader = vq.chain_reader();
   MbufStash stash(pool);  // further segments; the unused ones go back at the end of the burst
-  const BurstContext ctx{vq,        ring,      stats,   reader,   vq.iov_scratch(),
-                         stash,     zero_copy, lending, hdr_size, lend_min_len,
+  const BurstContext ctx{vq,
+                         ring,
+                         stats,
+                         reader,
+                         vq.iov_scratch(),
+                         stash,
+                         zero_copy,
+                         lending,
+                         hdr_size,
+                         lend_min_len,
                          zero_copy != nullptr && zero_copy->dma_ready()};
   uint16_t consumed = 0;   // chains taken from the ring
   uint16_t out = 0;        // packets delivered in pkts[]
@@ -251,7 +259,8 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
       if (dropped) continue;
       if (zero_copy != nullptr) ++stats.zero_copy_copied;
     } else {
-      const ChainOutcome outcome = dequeue_chain(ctx, head, single, single_len, m, &pkt_len, result);
+      const ChainOutcome outcome =
+          dequeue_chain(ctx, head, single, single_len, m, &pkt_len, result);
       if (outcome == ChainOutcome::kPoolEmpty) {
         pool_empty = true;
         break;  // this packet stays in the guest's ring

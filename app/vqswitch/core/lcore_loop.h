@@ -74,7 +74,7 @@ struct LcoreChange {
   // are moved into `released` (its capacity reserved: the lcore allocates nothing).
   std::vector<std::pair<uint16_t, uint16_t>> release_rx;
   std::vector<RxSlot>* released = nullptr;
-  std::optional<uint16_t> drop_output;   // a port index: nothing is sent to it any more
+  std::optional<uint16_t> drop_output;  // a port index: nothing is sent to it any more
   std::vector<std::pair<uint16_t, TxBufferSet::Output>> add_outputs;  // by port index
   const Forwarding* forwarding = nullptr;  // forward by this table from now on
   const VlanMap* vlans = nullptr;          // bridge: ... and by this VLAN map
@@ -123,7 +123,7 @@ class LcoreLoop {
   bool wait_taken(uint64_t posted, int timeout_ms);  // control thread
   void release_sent(uint64_t requests);
   void apply_change(const LcoreChange& change);
-  void watch_wakeups();  // the epoll fd and what it watches, before the first sleep
+  void watch_wakeups();         // the epoll fd and what it watches, before the first sleep
   void watch_queues(bool add);  // every rx queue's wake-up in (or out of) the epoll fd
   void change_ports(const LcoreChange& change);
   void reclaim_lent(uint64_t now_tsc);
@@ -132,7 +132,7 @@ class LcoreLoop {
   const uint16_t slot_;
   WeightedPoller poller_;
   TxBufferSet tx_;
-  const Forwarding* forwarding_;  // swapped by a change, between passes
+  const Forwarding* forwarding_;          // swapped by a change, between passes
   std::optional<uint32_t> busy_poll_us_;  // the lcore's own copy
   uint64_t busy_poll_cycles_ = 0;
   std::optional<uint32_t> busy_poll_us_shown_;  // the control thread's

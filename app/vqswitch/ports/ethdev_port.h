@@ -91,7 +91,7 @@ class EthdevPort final : public Port {
   rte_device* device_ = nullptr;
   bool dma_ = false;
   LentPolicy lent_ = LentPolicy::kCopy;
-  std::string probed_;  // the device string, when this port probed the device
+  std::string probed_;           // the device string, when this port probed the device
   rte_mempool* pool_ = nullptr;  // for copies of lent guest buffers
   bool started_ = false;
 };

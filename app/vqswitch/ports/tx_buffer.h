@@ -35,8 +35,7 @@ class TxBufferSet {
   // `outputs` is indexed by port index; `burst` at most kMaxBurst. `port_room`: port indexes
   // set_output may add without allocating (the switch: every port it may have, so that an lcore
   // taking a runtime port allocates nothing; untouched, the reserve costs address space only).
-  TxBufferSet(std::vector<Output> outputs, uint16_t burst, GsoPools gso = {},
-              size_t port_room = 0);
+  TxBufferSet(std::vector<Output> outputs, uint16_t burst, GsoPools gso = {}, size_t port_room = 0);
 
   static constexpr uint16_t kMaxBurst = 64;
   // Segments of one train at most: as many as a guest's GSO request may ask for.

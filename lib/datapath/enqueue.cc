@@ -219,6 +219,7 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
   RxBufferGatherer gatherer(vq, posted, count);
   uint16_t pos = 0;
   uint16_t consumed = 0;
+  DirtyLog* const log = vq.dirty_log();  // live migration: each buffer written is reported
 
   // The mbufs' headers are read first (length, offload flags): fetch them all now, and each
   // packet's data one packet ahead.
@@ -242,6 +243,8 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
       if (buf != nullptr && buf_len >= hdr_size + len) {
         write_plain_header(buf, hdr_size);
         std::memcpy(buf + hdr_size, rte_pktmbuf_mtod(m, const uint8_t*), len);
+        if (log != nullptr) [[unlikely]]
+          vq.log_written(log, buf, hdr_size + len);
         ring.put_used(id, hdr_size + len);
         ++pos;
         result.bytes += len;
@@ -269,6 +272,8 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
     hdr.hdr = offload.hdr;
     hdr.num_buffers = static_cast<uint16_t>(gatherer.head_count());
     write_packet(vq.iov_scratch(), hdr, hdr_size, m, offload);
+    if (log != nullptr) [[unlikely]]
+      vq.log_written(log, vq.iov_scratch(), need);
     for (uint32_t i = 0; i < gatherer.head_count(); ++i)
       ring.put_used(gatherer.head(i).id, gatherer.head(i).capacity);
     result.bytes += len;

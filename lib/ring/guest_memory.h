@@ -40,6 +40,21 @@ class GuestMemory {
     return r->host_addr + offset;
   }
 
+  // The guest-physical address of host address `host`, when it lies in a region: for logging
+  // what the device wrote through a translated pointer (live migration). The regions are
+  // disjoint in host space as well (each its own mapping).
+  bool guest_phys_of(const uint8_t* host, uint64_t* gpa) const {
+    for (uint32_t i = 0; i < count_; ++i) {
+      const GuestRegion& r = regions_[i];
+      const uint64_t offset = static_cast<uint64_t>(host - r.host_addr);
+      if (host >= r.host_addr && offset < r.size) {
+        *gpa = r.guest_phys_addr + offset;
+        return true;
+      }
+    }
+    return false;
+  }
+
   enum class MapResult { kOk, kUnmapped, kListFull };
 
   // Appends [gpa, gpa + len) to `out`, one entry per region it crosses. kUnmapped when any byte

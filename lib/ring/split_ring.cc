@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "ring/split_ring.h"
 
+#include <cstddef>
 #include <cstring>
 
 namespace vqs {
@@ -34,6 +35,12 @@ void SplitRing::flush_shadow() {
   std::memcpy(&addrs_.used->ring[first], shadow_, head * sizeof(VringUsedElem));
   std::memcpy(&addrs_.used->ring[0], shadow_ + head,
               (shadow_count_ - head) * sizeof(VringUsedElem));
+  if (log_ != nullptr) {
+    log_->used_written(sizeof(VringUsed) + first * sizeof(VringUsedElem),
+                       head * sizeof(VringUsedElem));
+    if (shadow_count_ > head)
+      log_->used_written(sizeof(VringUsed), (shadow_count_ - head) * sizeof(VringUsedElem));
+  }
   shadow_count_ = 0;
 }
 
@@ -68,6 +75,7 @@ void SplitRing::set_kicks_enabled(bool enabled) {
     uint16_t flags = __atomic_load_n(&addrs_.used->flags, __ATOMIC_RELAXED);
     flags = enabled ? (flags & ~kVringUsedFNoNotify) : (flags | kVringUsedFNoNotify);
     __atomic_store_n(&addrs_.used->flags, flags, __ATOMIC_RELAXED);
+    if (log_ != nullptr) log_->used_written(offsetof(VringUsed, flags), sizeof(uint16_t));
   }
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }

@@ -6,8 +6,10 @@
 // decision is made here, on ours. No EAL here.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
+#include "ring/dirty_log.h"
 #include "ring/prefetch.h"
 #include "ring/vring.h"
 
@@ -29,7 +31,12 @@ class SplitRing {
   // a reconnect). Guest kicks start disabled: the datapath polls.
   bool attach(const SplitRingAddrs& addrs, uint16_t last_avail_idx, uint16_t last_used_idx,
               bool event_idx);
-  void detach() { addrs_ = SplitRingAddrs{}; }
+  void detach() {
+    addrs_ = SplitRingAddrs{};
+    log_ = nullptr;
+  }
+  // Live migration: every used-ring write from now on is reported to `log` (nullptr: none).
+  void set_dirty_log(DirtyLog* log) { log_ = log; }
   bool attached() const { return addrs_.desc != nullptr; }
 
   uint16_t size() const { return addrs_.size; }
@@ -84,6 +91,7 @@ class SplitRing {
     flush_shadow();
     if (kicks_enabled_ && event_idx_) write_avail_event(last_avail_);
     __atomic_store_n(&addrs_.used->idx, last_used_, __ATOMIC_RELEASE);
+    if (log_ != nullptr) log_->used_written(offsetof(VringUsed, idx), sizeof(uint16_t));
   }
 
   // Whether the guest asked to be interrupted for the used entries published since the last call
@@ -103,6 +111,10 @@ class SplitRing {
         reinterpret_cast<uint16_t*>(reinterpret_cast<uint8_t*>(addrs_.used) + sizeof(VringUsed) +
                                     sizeof(VringUsedElem) * addrs_.size);
     __atomic_store_n(avail_event, value, __ATOMIC_RELAXED);
+    if (log_ != nullptr) log_->used_written(avail_event_offset(), sizeof(uint16_t));
+  }
+  uint64_t avail_event_offset() const {
+    return sizeof(VringUsed) + sizeof(VringUsedElem) * uint64_t{addrs_.size};
   }
 
   static constexpr uint16_t kShadowSize = 64;
@@ -110,6 +122,7 @@ class SplitRing {
   void flush_shadow();
 
   SplitRingAddrs addrs_{};
+  DirtyLog* log_ = nullptr;
   uint16_t shadow_count_ = 0;
   uint16_t shadow_limit_ = 0;  // min(kShadowSize, ring size)
   VringUsedElem shadow_[kShadowSize];

@@ -7,6 +7,8 @@ namespace vqs {
 
 bool VirtQueue::start(const Setup& setup) {
   features_ = NetFeatures::from_bits(setup.features);
+  // Before attaching: attaching writes the ring's notification suppression state.
+  ring_.set_dirty_log(setup.dirty_log);
   if (setup.memory == nullptr ||
       !ring_.attach(setup.addrs, setup.last_avail_idx, setup.last_used_idx, features_.event_idx)) {
     ring_.detach();
@@ -14,6 +16,8 @@ bool VirtQueue::start(const Setup& setup) {
   }
   reader_ =
       DescChainReader(setup.addrs.desc, setup.addrs.size, setup.memory, features_.indirect_desc);
+  memory_ = setup.memory;
+  log_ = setup.dirty_log;
   callfd_ = setup.callfd;
   broken_counted_ = false;
   if (setup.notify)
@@ -29,6 +33,7 @@ void VirtQueue::stop() {
   if (ring_.attached() && notifier_.pending()) interrupt_guest();
   notifier_.reset();
   ring_.detach();
+  log_ = nullptr;
   callfd_ = -1;
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "ring/desc_chain.h"
+#include "ring/dirty_log.h"
 #include "ring/guest_memory.h"
 #include "ring/guest_notifier.h"
 #include "ring/io_vec.h"
@@ -44,6 +45,9 @@ class VirtQueue {
     // after every burst the guest wants it, no threshold.
     std::optional<NotifyPolicy> notify;
     uint64_t tsc_hz = 0;  // converts notify->coalesce_usecs to TSC cycles
+    // Live migration: while the frontend logs dirty pages, where our writes are reported (the
+    // used ring, and receive buffers through log_written()). nullptr: not logging.
+    DirtyLog* dirty_log = nullptr;
   };
 
   // False (and not ready) when the ring addresses or size are unusable.
@@ -58,6 +62,23 @@ class VirtQueue {
   QueueStats& stats() { return stats_; }
   const QueueStats& stats() const { return stats_; }
   IoVecList& iov_scratch() { return iov_; }
+
+  // Live migration: the log our writes go to, nullptr while the frontend does not log. Read once
+  // per burst; a burst that writes guest buffers reports each through log_written().
+  DirtyLog* dirty_log() const { return log_; }
+  // Reports `len` bytes written at `host` (inside one buffer of a chain, so inside one region).
+  void log_written(DirtyLog* log, const uint8_t* host, uint64_t len) const {
+    uint64_t gpa = 0;
+    if (memory_->guest_phys_of(host, &gpa)) log->guest_written(gpa, len);
+  }
+  // The same for the first `len` bytes of a scatter list.
+  void log_written(DirtyLog* log, const IoVecList& iov, uint64_t len) const {
+    for (uint32_t i = 0; i < iov.count() && len > 0; ++i) {
+      const uint64_t part = iov[i].len < len ? iov[i].len : len;
+      log_written(log, iov[i].base, part);
+      len -= part;
+    }
+  }
 
   // Entries the guest posted and we have not consumed (RX buffers or TX packets): cheap, for
   // refill thresholds. Counts the moment a corrupt ring is found.
@@ -122,6 +143,8 @@ class VirtQueue {
 
   SplitRing ring_;
   DescChainReader reader_;
+  const GuestMemory* memory_ = nullptr;
+  DirtyLog* log_ = nullptr;
   NetFeatures features_;
   int callfd_ = -1;
   bool broken_counted_ = false;

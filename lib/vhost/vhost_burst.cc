@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The datapath's entry points on a VhostDevice: enter the vring's gate, run one burst, leave.
 // The PMD's rx/tx bursts and the switch's guest port are thin adapters over these.
+#include <rte_arp.h>
 #include <rte_cycles.h>
+
+#include <cstring>
 
 #include "datapath/enqueue.h"
 #include "vhost/vhost_device.h"
@@ -13,6 +16,24 @@ BurstResult VhostDevice::receive_burst(uint16_t queue, rte_mempool* pool, rte_mb
   Vring& v = vrings_[guest_tx_vring(queue)];
   QueueGate::Entry entry(v.gate);
   if (!entry) return {};
+  // Only queue 0's vring is ever set (one load a burst, of a line this lcore owns).
+  if (v.pending_rarp.load(std::memory_order_relaxed) != 0 && max_packets > 0) [[unlikely]] {
+    const uint64_t pending = v.pending_rarp.exchange(0, std::memory_order_relaxed);
+    rte_ether_addr mac;
+    std::memcpy(mac.addr_bytes, &pending, RTE_ETHER_ADDR_LEN);  // little-endian: low bytes first
+    rte_mbuf* rarp = rte_net_make_rarp_packet(pool, &mac);
+    if (rarp == nullptr) {
+      rarps_failed_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      rarps_sent_.fetch_add(1, std::memory_order_relaxed);
+      pkts[0] = rarp;
+      BurstResult r = dequeue_burst(v.queue, pool, pkts + 1, static_cast<uint16_t>(max_packets - 1),
+                                    max_bytes, v.lending);
+      ++r.packets;
+      r.bytes += rte_pktmbuf_pkt_len(rarp);
+      return r;
+    }
+  }
   return dequeue_burst(v.queue, pool, pkts, max_packets, max_bytes, v.lending);
 }
 

@@ -8,6 +8,7 @@
 
 #include <cinttypes>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <shared_mutex>
 
@@ -26,8 +27,10 @@ uint64_t offered_virtio_features(bool tso, bool zero_copy) {
   uint64_t f = (1ull << kFVersion1) | (1ull << kNetFMrgRxbuf) | (1ull << kRingFIndirectDesc) |
                (1ull << kRingFEventIdx) | (1ull << kNetFMq) | (1ull << kNetFCtrlVq) |
                (1ull << kNetFCsum) | (1ull << kNetFGuestCsum) | (1ull << kFAnyLayout) |
-               (1ull << kNetFGuestAnnounce) | (1ull << VHOST_USER_F_PROTOCOL_FEATURES);
+               (1ull << kNetFGuestAnnounce) | (1ull << VHOST_USER_F_PROTOCOL_FEATURES) |
+               (1ull << kVhostFLogAll);
   // CTRL_VQ, GUEST_ANNOUNCE: the frontend (QEMU, virtio_user) serves the control queue itself.
+  // LOG_ALL: live migration; while it is on, every guest page we write is logged.
   // IN_ORDER: both directions use chains in avail order (the mergeable gatherer keeps to it when
   // negotiated); DPDK's virtio driver then takes its cheaper in-order paths, as with net_vhost.
   // Not with zero-copy: lent chains come back in the order their mbufs are freed.
@@ -40,10 +43,12 @@ uint64_t offered_virtio_features(bool tso, bool zero_copy) {
 }
 
 uint64_t handled_protocol_features() {
-  // Not RARP (librte_vhost only stores it for its own dequeue), not LOG_SHMFD (no dirty logging
-  // yet, so no VHOST_F_LOG_ALL either), not INFLIGHT_SHMFD, nothing vDPA- or postcopy-specific.
+  // LOG_SHMFD: the dirty log of live migration (SET_LOG_BASE). RARP: after a migration, for a
+  // guest that cannot announce itself, the frontend has us send its RARP (receive_burst). Not
+  // INFLIGHT_SHMFD, nothing vDPA- or postcopy-specific.
   return (1ull << VHOST_USER_PROTOCOL_F_MQ) | (1ull << VHOST_USER_PROTOCOL_F_REPLY_ACK) |
-         (1ull << VHOST_USER_PROTOCOL_F_STATUS);
+         (1ull << VHOST_USER_PROTOCOL_F_STATUS) | (1ull << VHOST_USER_PROTOCOL_F_LOG_SHMFD) |
+         (1ull << VHOST_USER_PROTOCOL_F_RARP);
 }
 
 VhostDevice::VhostDevice(const VhostDeviceOptions& options, Listener* listener)
@@ -203,6 +208,7 @@ void VhostDevice::on_destroy_device(int vid) {
     running_ = false;
     suspended_ = false;
     apply_locked();  // stops every vring and hands its indices back to librte_vhost
+    vrings_[guest_tx_vring(0)].pending_rarp.store(0);  // a RARP owed to this session only
     memory_.clear();
     loaded_table_.clear();
     if (mapping_ != nullptr) {
@@ -213,6 +219,14 @@ void VhostDevice::on_destroy_device(int vid) {
   }
   VQS_LOG(INFO, "%s: guest device %d stopped", path().c_str(), vid);
   if (listener_) listener_->on_link_change(false);
+}
+
+void VhostDevice::request_rarp(const uint8_t mac[6]) {
+  uint64_t value = 0;
+  std::memcpy(&value, mac, 6);  // little-endian: the MAC's bytes in the low 48 bits
+  vrings_[guest_tx_vring(0)].pending_rarp.store(value | kRarpPending, std::memory_order_relaxed);
+  VQS_LOG(INFO, "%s: RARP requested for %02x:%02x:%02x:%02x:%02x:%02x", path().c_str(), mac[0],
+          mac[1], mac[2], mac[3], mac[4], mac[5]);
 }
 
 bool VhostDevice::vring_enabled(uint16_t vring) {
@@ -262,7 +276,11 @@ bool VhostDevice::on_message(int vid, uint32_t request, bool after, uint64_t* re
       suspended_ = false;
       uint64_t features = 0;
       rte_vhost_get_negotiated_features(vid_, &features);
+      const bool was_logging = dirty_logging();
       features_.store(features, std::memory_order_release);
+      if (dirty_logging() != was_logging)
+        VQS_LOG(INFO, "%s: dirty page logging %s", path().c_str(),
+                dirty_logging() ? "on (live migration)" : "off");
       if (!load_memory_locked(false)) {
         running_ = false;
         link_lost = link_up_.exchange(false);
@@ -381,6 +399,10 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
   setup.memory = &memory_;
   setup.callfd = vr.callfd;
   Vring& v = vrings_[index];
+  if (dirty_logging()) {
+    v.dirty_log.bind(vid_, index);
+    setup.dirty_log = &v.dirty_log;
+  }
   if (v.zero_copy != nullptr) {
     v.zero_copy->start(vr.size);
     v.zero_copy->set_mapping(mapping_);

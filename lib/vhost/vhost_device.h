@@ -24,6 +24,8 @@
 #include "vhost/queue_gate.h"
 #include "vhost/socket_access.h"
 #include "vhost/vhost_port_options.h"
+#include "vhost/vhost_user_request.h"
+#include "vhost/vring_dirty_log.h"
 #include "vhost/vring_index.h"
 
 namespace vqs {
@@ -79,6 +81,8 @@ class VhostDevice {
   // Frontends connected to the socket now, admitted or not (control plane: takes our mutex).
   size_t frontend_connections();
   uint64_t negotiated_features() const { return features_.load(std::memory_order_acquire); }
+  // Live migration: the frontend logs dirty pages (VHOST_F_LOG_ALL), and so do our writes.
+  bool dirty_logging() const { return (negotiated_features() >> kVhostFLogAll) & 1; }
   // The NUMA node of the guest's memory (its largest region), from when it connected or last
   // changed its memory table; -1 before, or where the kernel cannot tell.
   int memory_node() const { return memory_node_.load(std::memory_order_acquire); }
@@ -90,7 +94,8 @@ class VhostDevice {
   // Datapath, one lcore per vring, the bursts both products run (vhost_burst.cc). Each does
   // nothing while the vring may not be used (no guest, or a message being handled).
   // From guest TX queue `queue`: up to max_packets packets (at least one, then up to max_bytes)
-  // into mbufs from `pool`, copied or lent as the options say.
+  // into mbufs from `pool`, copied or lent as the options say. On queue 0, a RARP the frontend
+  // asked for (request_rarp) comes first.
   BurstResult receive_burst(uint16_t queue, rte_mempool* pool, rte_mbuf** pkts,
                             uint16_t max_packets, uint32_t max_bytes);
   // To guest RX queue `queue`: frees the mbufs it consumed (delivered, or dropped and counted)
@@ -157,6 +162,13 @@ class VhostDevice {
   // file (its first touch would raise SIGBUS), or fds that do not match the regions.
   uint64_t refused_memory_tables() const { return refused_memory_tables_.load(); }
   void count_refused_memory_table() { refused_memory_tables_.fetch_add(1); }
+  // After a live migration, for a guest that does not announce itself (no GUEST_ANNOUNCE), the
+  // frontend asks us (SEND_RARP) to send a RARP from its MAC so that switches learn where it is
+  // now. Control plane; the next receive burst of queue 0 puts it first (see receive_burst).
+  void request_rarp(const uint8_t mac[6]);
+  // RARPs put into receive bursts, and those lost to an empty mbuf pool.
+  uint64_t rarps_sent() const { return rarps_sent_.load(std::memory_order_relaxed); }
+  uint64_t rarps_failed() const { return rarps_failed_.load(std::memory_order_relaxed); }
   // vhost-user requests refused as outside what we negotiate (served_request).
   uint64_t refused_messages() const { return refused_messages_.load(); }
   void count_refused_message() { refused_messages_.fetch_add(1); }
@@ -187,7 +199,12 @@ class VhostDevice {
     std::atomic<bool> kicks_armed{false};
     ZeroCopyTracker::Handle zero_copy;  // guest TX vrings, with options.zero_copy
     LendPolicy lending;                 // guest TX vrings: how queue lends, set at each start
+    VringDirtyLog dirty_log;            // given to queue while the frontend logs
+    // Guest TX vring 0: a RARP owed on the guest's behalf (SEND_RARP), its MAC in the low 48
+    // bits with kRarpPending set; 0: none.
+    std::atomic<uint64_t> pending_rarp{0};
   };
+  static constexpr uint64_t kRarpPending = 1ull << 48;
   // Stopping a guest TX vring with chains lent: waits (bounded) for their completions and returns
   // them to the guest before the ring's indices are handed back.
   void return_lent_locked(Vring& v);
@@ -244,6 +261,8 @@ class VhostDevice {
   std::atomic<uint64_t> refused_memory_tables_{0};
   std::atomic<uint64_t> refused_messages_{0};
   std::atomic<uint64_t> refused_frontends_{0};
+  std::atomic<uint64_t> rarps_sent_{0};
+  std::atomic<uint64_t> rarps_failed_{0};
 };
 
 }  // namespace vqs

@@ -92,6 +92,32 @@ bool mem_table_fits_files(const std::string& path, void* msg) {
   return false;
 }
 
+// Refuses a SET_LOG_BASE whose log is not all inside its file (marking past the end would raise
+// SIGBUS) or sits at an offset. librte_vhost 22.11 maps the log from that offset but marks from
+// its mapping plus the offset again, past the mapping's end; QEMU always sends 0.
+bool log_fits_file(const std::string& path, void* msg) {
+  auto* bytes = static_cast<uint8_t*>(msg);
+  uint32_t size = 0;
+  int fd_num = 0, fd = -1;
+  uint64_t log_size = 0, log_offset = 0;
+  std::memcpy(&size, bytes + 8, sizeof(size));
+  std::memcpy(&fd_num, bytes + kMsgFdNumOffset, sizeof(fd_num));
+  std::memcpy(&fd, bytes + kMsgFdsOffset, sizeof(fd));
+  std::memcpy(&log_size, bytes + kMsgPayloadOffset, sizeof(log_size));
+  std::memcpy(&log_offset, bytes + kMsgPayloadOffset + 8, sizeof(log_offset));
+  std::string why;
+  if (fd_num != 1 || size != 2 * sizeof(uint64_t))
+    why = std::to_string(fd_num) + " fds, a payload of " + std::to_string(size) + " bytes";
+  else if (log_offset != 0)
+    why = "it is at offset " + std::to_string(log_offset);
+  else if (!region_fits_file(fd, 0, log_size, &why))
+    why = "the log: " + why;
+  if (why.empty()) return true;
+  VQS_LOG(ERR, "%s: dirty log refused: %s", path.c_str(), why.c_str());
+  close_message_fds(msg);
+  return false;
+}
+
 // Pre- (kAfter false) and post-message hook. To answer a message itself (GET_QUEUE_NUM) the
 // pre-hook writes the u64 payload and returns REPLY: librte_vhost sends it back and skips its
 // own handler.
@@ -121,6 +147,19 @@ enum rte_vhost_msg_result message_hook(int vid, void* msg) {
         d != nullptr && !mem_table_fits_files(d->path(), msg)) {
       d->count_refused_memory_table();
       return RTE_VHOST_MSG_RESULT_ERR;
+    }
+    if (!kAfter && head.request == static_cast<uint32_t>(VhostUserRequest::kSetLogBase) &&
+        d != nullptr && !log_fits_file(d->path(), msg)) {
+      d->count_refused_message();
+      return RTE_VHOST_MSG_RESULT_ERR;
+    }
+    // The MAC in the first 6 bytes of the u64 payload. librte_vhost stores it too, for a
+    // dequeue of its own that we do not use.
+    if (!kAfter && head.request == static_cast<uint32_t>(VhostUserRequest::kSendRarp) &&
+        d != nullptr && head.size >= sizeof(uint64_t)) {
+      uint8_t mac[6];
+      std::memcpy(mac, &head.u64, sizeof(mac));
+      d->request_rarp(mac);
     }
     if (d == nullptr || !d->on_message(vid, head.request, kAfter, &reply))
       return RTE_VHOST_MSG_RESULT_NOT_HANDLED;

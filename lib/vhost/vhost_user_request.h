@@ -7,6 +7,10 @@
 
 namespace vqs {
 
+// VHOST_F_LOG_ALL, the feature bit a frontend sets while it logs dirty pages (live migration).
+// <linux/vhost_types.h> has it, but pulls in <linux/virtio_ring.h>, which does not compile as C++.
+constexpr unsigned kVhostFLogAll = 26;
+
 enum class VhostUserRequest : uint32_t {
   kGetFeatures = 1,
   kSetFeatures = 2,
@@ -50,7 +54,8 @@ enum class VhostUserRequest : uint32_t {
   kGetStatus = 40,
 };
 
-// Whether a request belongs to what we negotiate: the base protocol plus MQ, REPLY_ACK, STATUS.
+// Whether a request belongs to what we negotiate: the base protocol plus MQ, REPLY_ACK, STATUS,
+// LOG_SHMFD (SET_LOG_BASE) and RARP (SEND_RARP).
 // The rest are refused before librte_vhost sees them (docs/security.md: it serves some whatever
 // was negotiated, GET_INFLIGHT_FD allocating what the message asks).
 constexpr bool served_request(uint32_t request) {
@@ -73,14 +78,17 @@ constexpr bool served_request(uint32_t request) {
     case VhostUserRequest::kSetVringEnable:
     case VhostUserRequest::kSetStatus:
     case VhostUserRequest::kGetStatus:
+    case VhostUserRequest::kSetLogBase:
+    case VhostUserRequest::kSendRarp:
       return true;
     default:
       return false;
   }
 }
 
-// Requests after which ring addresses, guest memory, the kick/call fds or the features may
-// differ: the datapath stays out while they are handled.
+// Requests after which ring addresses, guest memory, the kick/call fds, the dirty log or the
+// features (VHOST_F_LOG_ALL toggles logging) may differ: the datapath stays out while they are
+// handled.
 constexpr bool changes_ring_state(uint32_t request) {
   switch (static_cast<VhostUserRequest>(request)) {
     case VhostUserRequest::kSetFeatures:
@@ -90,6 +98,7 @@ constexpr bool changes_ring_state(uint32_t request) {
     case VhostUserRequest::kSetVringBase:
     case VhostUserRequest::kSetVringKick:
     case VhostUserRequest::kSetVringCall:  // librte_vhost closes the old callfd we write to
+    case VhostUserRequest::kSetLogBase:    // librte_vhost unmaps the old log we mark
       return true;
     default:
       return false;

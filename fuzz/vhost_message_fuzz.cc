@@ -233,7 +233,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (int op = 0; open && op < 24 && in.remaining_bytes() > 0; ++op) {
       const uint32_t flags = in.ConsumeBool() ? kNeedReply : 0;
       const uint32_t vring = in.ConsumeIntegralInRange<uint32_t>(0, 2 * kQueuePairs);
-      switch (in.ConsumeIntegralInRange(0, 12)) {
+      switch (in.ConsumeIntegralInRange(0, 13)) {
         case 0:
           open = frontend.send(R::kGetFeatures, flags, nullptr, 0);
           break;
@@ -282,6 +282,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             uint32_t index, flags;
             uint64_t desc, used, avail, log;
           } addr{vring, 0, kUaddr, kUaddr + 8192, kUaddr + 4096, 0};
+          if (in.ConsumeBool()) {  // log the used ring (live migration), at its address or not
+            addr.flags = 1u << 0;  // VHOST_VRING_F_LOG
+            addr.log = in.ConsumeBool() ? 8192 : in.ConsumeIntegral<uint64_t>();
+          }
           if (in.ConsumeProbability<float>() < 0.3f) {
             addr.desc = in.ConsumeIntegral<uint64_t>();
             addr.used = in.ConsumeIntegral<uint64_t>();
@@ -310,6 +314,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  frontend.send_u64(R::kSetProtocolFeatures, flags,
                                    handled_protocol_features() & in.ConsumeIntegral<uint64_t>());
           break;
+        case 13: {  // SET_LOG_BASE: a memfd log of the fuzzer's size, size and offset
+          const uint64_t file_size = in.ConsumeIntegralInRange<uint64_t>(0, 64 << 10);
+          const int fd = memfd_create("vqs-fuzz-log", MFD_CLOEXEC);
+          if (fd < 0 || ftruncate(fd, static_cast<off_t>(file_size)) != 0) std::abort();
+          const bool fits = in.ConsumeProbability<float>() < 0.7f;
+          const uint64_t log[2] = {fits ? file_size : in.ConsumeIntegral<uint64_t>(),
+                                   fits ? 0 : in.ConsumeIntegral<uint64_t>()};
+          open = frontend.send(R::kSetLogBase, flags, log, sizeof(log), {fd});
+          close(fd);
+          break;
+        }
         case 11: {  // any request, any payload, no fds
           const uint32_t request = in.ConsumeIntegralInRange<uint32_t>(0, 40);
           const std::vector<uint8_t> payload =

@@ -23,16 +23,6 @@ namespace {
 
 constexpr uint64_t kRegionSize = 2 << 20;
 
-// A memfd of `file_size` bytes, closed when it goes.
-struct Memfd {
-  explicit Memfd(uint64_t file_size) : fd(memfd_create("guest", MFD_CLOEXEC)) {
-    REQUIRE(fd >= 0);
-    REQUIRE(ftruncate(fd, static_cast<off_t>(file_size)) == 0);
-  }
-  ~Memfd() { close(fd); }
-  int fd;
-};
-
 // Up to the memory table, as QEMU gets there; REPLY_ACK when `reply_ack`.
 void handshake(RawFrontend& frontend, bool reply_ack) {
   frontend.send_message(kGetFeatures);

@@ -91,14 +91,32 @@ void RawFrontend::send_vring_state(VhostUserRequest request, uint32_t index, uin
   send_raw(&m, kHeaderSize + 8, nullptr, 0);
 }
 
-void RawFrontend::send_vring_addr(uint32_t index, uint64_t desc, uint64_t used, uint64_t avail) {
+void RawFrontend::send_vring_addr(uint32_t index, uint64_t desc, uint64_t used, uint64_t avail,
+                                  uint32_t addr_flags, uint64_t log) {
   struct [[gnu::packed]] {
     VhostUserRequest request;
     uint32_t flags, size;
     uint32_t index, addr_flags;
     uint64_t desc, used, avail, log;
-  } m{vhost_user::kSetVringAddr, vhost_user::kVersion, 40, index, 0, desc, used, avail, 0};
+  } m{vhost_user::kSetVringAddr,
+      vhost_user::kVersion,
+      40,
+      index,
+      addr_flags,
+      desc,
+      used,
+      avail,
+      log};
   send_raw(&m, sizeof(m), nullptr, 0);
+}
+
+void RawFrontend::send_log_base(int fd, uint64_t size, uint64_t offset, uint32_t flags) {
+  struct [[gnu::packed]] {
+    VhostUserRequest request;
+    uint32_t flags, size;
+    uint64_t mmap_size, mmap_offset;
+  } m{vhost_user::kSetLogBase, vhost_user::kVersion | flags, 16, size, offset};
+  send_raw(&m, sizeof(m), &fd, 1);
 }
 
 void RawFrontend::send_vring_fd(VhostUserRequest request, uint32_t index, int fd, uint32_t flags) {
@@ -132,9 +150,14 @@ void RawFrontend::send_mem_table(const std::vector<RawRegion>& regions, uint32_t
   send_raw(buf, kHeaderSize + size, fds.data(), fds.size());
 }
 
-RawMessage RawFrontend::receive_reply() {
+RawMessage RawFrontend::receive_reply(bool payload) {
   RawMessage m;
   REQUIRE(recv(fd_, &m, kHeaderSize, MSG_WAITALL) == static_cast<ssize_t>(kHeaderSize));
+  if (!payload && m.size == 0) {
+    m.u64 = 0;
+    CHECK(m.flags == (vhost_user::kVersion | vhost_user::kReplyFlag));
+    return m;
+  }
   REQUIRE(m.size == sizeof(uint64_t));
   uint64_t u64 = 0;
   REQUIRE(recv(fd_, &u64, sizeof(u64), MSG_WAITALL) == sizeof(u64));
@@ -155,7 +178,7 @@ constexpr uint64_t kDescBytes = 16ull * RawGuest::kRingSize;
 constexpr uint64_t kAvailBytes = 6 + 2ull * RawGuest::kRingSize;
 constexpr uint64_t kUsedBytes = 6 + 8ull * RawGuest::kRingSize;
 constexpr uint64_t kRingArea = 64 << 10;  // each vring's rings within 64 KiB
-constexpr uint64_t kBuffers = 256 << 10;  // packet buffers from here
+constexpr uint64_t kBuffers = 256 << 10;  // packet buffers from here (TX, then RX)
 constexpr uint64_t kBufferStride = 2048;  // one per descriptor
 constexpr uint32_t kHeaderBytes = 12;     // virtio_net_hdr_mrg_rxbuf (VERSION_1)
 constexpr uint64_t kFVersion1 = 1ull << 32;
@@ -238,6 +261,47 @@ void RawGuest::send(uint16_t count, uint32_t len) {
   const uint64_t one = 1;
   REQUIRE(write(r.kick, &one, sizeof(one)) == sizeof(one));
 }
+
+void RawGuest::post_rx(uint16_t count) {
+  const Ring& r = rings_[0];
+  auto* avail = reinterpret_cast<uint16_t*>(host(r.avail));
+  for (uint16_t i = 0; i < count; ++i) {
+    const uint16_t slot = static_cast<uint16_t>(rx_avail_ % kRingSize);
+    struct [[gnu::packed]] Desc {
+      uint64_t addr;
+      uint32_t len;
+      uint16_t flags, next;
+    } d{rx_buffer_gpa(slot), kBufferStride, 2 /* VRING_DESC_F_WRITE */, 0};
+    std::memcpy(host(r.desc) + 16ull * slot, &d, sizeof(d));
+    avail[2 + slot] = slot;
+    ++rx_avail_;
+  }
+  __atomic_store_n(&avail[1], rx_avail_, __ATOMIC_RELEASE);
+}
+
+uint16_t RawGuest::rx_used() const {
+  return __atomic_load_n(reinterpret_cast<const uint16_t*>(host(rings_[0].used) + 2),
+                         __ATOMIC_ACQUIRE);
+}
+
+void RawGuest::set_logging(bool on) {
+  using namespace vhost_user;
+  frontend_.send_message(kSetFeatures, 0, true,
+                         kFVersion1 | kFProtocolFeatures | (on ? kFLogAll : 0));
+  for (uint32_t i = 0; i < 2; ++i) {
+    const Ring& r = rings_[i];
+    frontend_.send_vring_addr(
+        i, reinterpret_cast<uint64_t>(host(r.desc)), reinterpret_cast<uint64_t>(host(r.used)),
+        reinterpret_cast<uint64_t>(host(r.avail)), on ? kVringFLog : 0, r.used);
+  }
+}
+
+Memfd::Memfd(uint64_t file_size) : fd(memfd_create("test", MFD_CLOEXEC)) {
+  REQUIRE(fd >= 0);
+  REQUIRE(ftruncate(fd, static_cast<off_t>(file_size)) == 0);
+}
+
+Memfd::~Memfd() { close(fd); }
 
 uint16_t RawGuest::tx_used() const {
   return __atomic_load_n(reinterpret_cast<const uint16_t*>(host(rings_[1].used) + 2),

@@ -21,6 +21,8 @@ constexpr uint32_t kNeedReply = 1u << 3;
 constexpr uint64_t kFProtocolFeatures = 1ull << 30;
 constexpr uint64_t kProtocolFMq = 1ull << 0;
 constexpr uint64_t kProtocolFReplyAck = 1ull << 3;
+constexpr uint64_t kFLogAll = 1ull << kVhostFLogAll;
+constexpr uint32_t kVringFLog = 1u << 0;  // SET_VRING_ADDR: log the used ring at `log`
 }  // namespace vhost_user
 
 struct [[gnu::packed]] RawMessage {
@@ -56,12 +58,17 @@ class RawFrontend {
   void send_mem_table(const std::vector<RawRegion>& regions, uint32_t flags = 0);
   // SET_VRING_NUM/BASE/ENABLE: {index, num}.
   void send_vring_state(VhostUserRequest request, uint32_t index, uint32_t num, uint32_t flags = 0);
-  // SET_VRING_ADDR: the rings at the frontend's (our) addresses.
-  void send_vring_addr(uint32_t index, uint64_t desc, uint64_t used, uint64_t avail);
+  // SET_VRING_ADDR: the rings at the frontend's (our) addresses; with kVringFLog in `addr_flags`,
+  // the used ring's guest address for the dirty log.
+  void send_vring_addr(uint32_t index, uint64_t desc, uint64_t used, uint64_t avail,
+                       uint32_t addr_flags = 0, uint64_t log = 0);
+  // SET_LOG_BASE: the dirty log, `size` bytes of `fd` from `offset`.
+  void send_log_base(int fd, uint64_t size, uint64_t offset, uint32_t flags = 0);
   // SET_VRING_KICK/CALL: the vring's eventfd.
   void send_vring_fd(VhostUserRequest request, uint32_t index, int fd, uint32_t flags = 0);
-  // A reply with a u64 payload (every reply these tests expect has one).
-  RawMessage receive_reply();
+  // A reply with a u64 payload, or (`payload` false) one that may have none (SET_LOG_BASE's
+  // success); u64 is then 0.
+  RawMessage receive_reply(bool payload = true);
   // Whether the backend closed the connection (end of file) within the receive timeout.
   bool closed_by_peer();
 
@@ -88,11 +95,23 @@ class RawGuest {
   // returned.
   uint16_t tx_used() const;
   uint16_t tx_outstanding() const { return static_cast<uint16_t>(tx_avail_ - tx_used()); }
+  // Guest RX: posts `count` receive buffers of 2 KiB (one descriptor each, at a fixed guest
+  // address per slot: rx_buffer_gpa), and the used entries returned so far.
+  void post_rx(uint16_t count);
+  uint16_t rx_used() const;
+  static constexpr uint64_t rx_buffer_gpa(uint16_t slot) {
+    return (1 << 20) + uint64_t{slot} * 2048;  // past the TX buffers (256 KiB + 256 x 2 KiB)
+  }
   // A fresh eventfd for `request` (SET_VRING_CALL or KICK) on `index`, NEED_REPLY; returns the
   // reply's u64 (0: success).
   uint64_t replace_vring_fd(VhostUserRequest request, uint32_t index);
   // SET_MEM_TABLE again with the same single region, NEED_REPLY; the reply's u64.
   uint64_t resend_mem_table();
+  // Live migration as QEMU starts and ends it: SET_FEATURES with or without VHOST_F_LOG_ALL,
+  // then each vring's addresses with or without the log flag (SET_LOG_BASE is the caller's).
+  void set_logging(bool on);
+  // Guest-physical address of vring `index`'s used ring.
+  uint64_t used_ring_gpa(uint32_t index) const { return rings_[index].used; }
 
  private:
   struct Ring {
@@ -106,6 +125,16 @@ class RawGuest {
   uint8_t* mem_ = nullptr;
   Ring rings_[2];
   uint16_t tx_avail_ = 0;
+  uint16_t rx_avail_ = 0;
+};
+
+// A memfd of `file_size` bytes, closed when it goes.
+struct Memfd {
+  explicit Memfd(uint64_t file_size);
+  ~Memfd();
+  Memfd(const Memfd&) = delete;
+  Memfd& operator=(const Memfd&) = delete;
+  int fd;
 };
 
 // Open file descriptors of this process (the backend runs in it too).

@@ -47,10 +47,15 @@ constexpr PortCounter kPortCounters[] = {
     {"unserved_vring_enables", [](const VhostDevice& d) { return d.unserved_vring_enables(); }},
     // A frontend sent a memory table whose regions reach past the end of their files.
     {"refused_memory_tables", [](const VhostDevice& d) { return d.refused_memory_tables(); }},
-    // A frontend sent a request outside what we negotiate (GET_INFLIGHT_FD, SET_LOG_BASE, ...).
+    // A frontend sent a request outside what we negotiate (GET_INFLIGHT_FD, ...), or a dirty log
+    // that does not fit its file.
     {"refused_messages", [](const VhostDevice& d) { return d.refused_messages(); }},
     // A second frontend tried the port while one was connected.
     {"refused_frontends", [](const VhostDevice& d) { return d.refused_frontends(); }},
+    // After a live migration, RARPs sent for the guest at its frontend's request (SEND_RARP),
+    // and those lost to an empty mbuf pool.
+    {"rarps_sent", [](const VhostDevice& d) { return d.rarps_sent(); }},
+    {"rarps_failed", [](const VhostDevice& d) { return d.rarps_failed(); }},
 };
 
 // Calls fn(name, value) for every port-level xstat, then fn(direction, ethdev queue, counter

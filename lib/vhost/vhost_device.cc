@@ -5,6 +5,7 @@
 
 #include <rte_cycles.h>
 #include <rte_vhost.h>
+#include <sys/eventfd.h>
 
 #include <cinttypes>
 #include <cstdlib>
@@ -224,7 +225,14 @@ void VhostDevice::on_destroy_device(int vid) {
 void VhostDevice::request_rarp(const uint8_t mac[6]) {
   uint64_t value = 0;
   std::memcpy(&value, mac, 6);  // little-endian: the MAC's bytes in the low 48 bits
-  vrings_[guest_tx_vring(0)].pending_rarp.store(value | kRarpPending, std::memory_order_relaxed);
+  Vring& v = vrings_[guest_tx_vring(0)];
+  v.pending_rarp.store(value | kRarpPending, std::memory_order_relaxed);
+  {
+    // A guest that has just arrived is often silent: wake an owner sleeping on the vring's kicks
+    // so that the RARP goes now (a vring not started yet is woken when it starts).
+    std::lock_guard lock(mutex_);
+    if (v.kickfd >= 0) (void)eventfd_write(v.kickfd, 1);
+  }
   VQS_LOG(INFO, "%s: RARP requested for %02x:%02x:%02x:%02x:%02x:%02x", path().c_str(), mac[0],
           mac[1], mac[2], mac[3], mac[4], mac[5]);
 }

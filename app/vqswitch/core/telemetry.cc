@@ -76,6 +76,8 @@ int ports_command(const char*, const char* params, rte_tel_data* d) {
       add_u64(p, "refused_frontends", device.refused_frontends());
       add_u64(p, "refused_memory_tables", device.refused_memory_tables());
       add_u64(p, "refused_messages", device.refused_messages());
+      add_u64(p, "rarps_sent", device.rarps_sent());
+      add_u64(p, "rarps_failed", device.rarps_failed());
     } else {
       add_u64(p, "rx_missed", t.rx_missed);
       add_u64(p, "rx_nombuf", t.rx_nombuf);

@@ -38,6 +38,8 @@ const char* chain_error_name(ChainError error) {
       return "indirect_with_next";
     case ChainError::kBadIndirectLength:
       return "bad_indirect_length";
+    case ChainError::kNotAvailable:
+      return "not_available";
   }
   return "unknown";
 }
@@ -51,7 +53,6 @@ ChainError DescChainReader::walk(uint16_t head, ChainAccess access, IoVecList& o
   uint32_t table_size = ring_size_;
   uint32_t index = head;
   bool in_indirect = false;
-  const uint16_t want_write = access == ChainAccess::kDeviceWrites ? kVringDescFWrite : 0;
 
   if (index >= table_size) return ChainError::kBadIndex;
   for (;;) {
@@ -62,21 +63,17 @@ ChainError DescChainReader::walk(uint16_t head, ChainAccess access, IoVecList& o
       if (!indirect_negotiated_) return ChainError::kIndirectNotNegotiated;
       if (in_indirect) return ChainError::kNestedIndirect;
       if (d.flags & kVringDescFNext) return ChainError::kIndirectWithNext;
-      if (d.len == 0 || d.len % sizeof(VringDesc) != 0) return ChainError::kBadIndirectLength;
-      // An indirect table must be contiguous in host memory: we require it to lie in one region.
-      table = reinterpret_cast<const VringDesc*>(memory_->translate(d.addr, d.len));
-      if (table == nullptr) return ChainError::kBadAddress;
-      table_size = d.len / sizeof(VringDesc);
+      ChainError error = ChainError::kNone;
+      table = static_cast<const VringDesc*>(
+          indirect_table(*memory_, d.addr, d.len, &table_size, &error));
+      if (table == nullptr) return error;
       index = 0;
       in_indirect = true;
       continue;
     }
-    if ((d.flags & kVringDescFWrite) != want_write) return ChainError::kWrongDirection;
-    if (d.len != 0) {
-      const GuestMemory::MapResult mapped = memory_->map(d.addr, d.len, out);
-      if (mapped == GuestMemory::MapResult::kUnmapped) return ChainError::kBadAddress;
-      if (mapped == GuestMemory::MapResult::kListFull) return ChainError::kTooManySegments;
-    }
+    const ChainError error =
+        append_buffer(*memory_, d.addr, d.len, d.flags & kVringDescFWrite, access, out);
+    if (error != ChainError::kNone) return error;
     if (!(d.flags & kVringDescFNext)) return ChainError::kNone;
     index = d.next;
     if (index >= table_size) return ChainError::kBadIndex;

@@ -32,9 +32,44 @@ enum class ChainError : uint8_t {
   kNestedIndirect,         // indirect descriptor inside an indirect table
   kIndirectWithNext,       // INDIRECT and NEXT together (forbidden by the spec)
   kBadIndirectLength,      // indirect table empty or not a multiple of 16 bytes
+  kNotAvailable,           // packed: a chained descriptor the driver has not made available
 };
 
 const char* chain_error_name(ChainError error);
+
+// One buffer descriptor's part of a chain, the same for every ring format: the direction must
+// be the one asked, and the buffer inside guest memory; appended to `out` (an empty one adds
+// nothing).
+inline ChainError append_buffer(const GuestMemory& memory, uint64_t addr, uint32_t len,
+                                bool device_writes, ChainAccess access, IoVecList& out) {
+  if (device_writes != (access == ChainAccess::kDeviceWrites)) return ChainError::kWrongDirection;
+  if (len == 0) return ChainError::kNone;
+  switch (memory.map(addr, len, out)) {
+    case GuestMemory::MapResult::kUnmapped:
+      return ChainError::kBadAddress;
+    case GuestMemory::MapResult::kListFull:
+      return ChainError::kTooManySegments;
+    case GuestMemory::MapResult::kOk:
+      break;
+  }
+  return ChainError::kNone;
+}
+
+// An indirect table as a descriptor names it, for every ring format: whole 16-byte descriptors,
+// at least one, in one guest region (it must be contiguous in host memory). nullptr and the
+// error otherwise; `entries` its size.
+inline const void* indirect_table(const GuestMemory& memory, uint64_t addr, uint32_t len,
+                                  uint32_t* entries, ChainError* error) {
+  static_assert(sizeof(VringDesc) == 16);
+  if (len == 0 || len % sizeof(VringDesc) != 0) {
+    *error = ChainError::kBadIndirectLength;
+    return nullptr;
+  }
+  const void* table = memory.translate(addr, len);
+  if (table == nullptr) *error = ChainError::kBadAddress;
+  *entries = len / sizeof(VringDesc);
+  return table;
+}
 
 class DescChainReader {
  public:

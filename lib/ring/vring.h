@@ -42,5 +42,30 @@ constexpr uint16_t kVringUsedFNoNotify = 1;
 // Feature bits of the ring itself.
 constexpr unsigned kRingFIndirectDesc = 28;
 constexpr unsigned kRingFEventIdx = 29;
+constexpr unsigned kFRingPacked = 34;
+
+// Packed virtqueue layout (virtio 1.1+, 2.8): one descriptor ring that the driver makes
+// available and the device marks used in place, by two flag bits against wrap counters.
+struct VringPackedDesc {
+  uint64_t addr;
+  uint32_t len;
+  uint16_t id;  // buffer id: in a chain's last descriptor
+  uint16_t flags;
+};
+
+// Event suppression: the driver's area tells the device when to interrupt, the device's area
+// tells the driver when to kick.
+struct VringPackedEvent {
+  uint16_t off_wrap;  // descriptor ring offset (bits 0-14) and wrap counter (bit 15)
+  uint16_t flags;
+};
+
+static_assert(sizeof(VringPackedDesc) == 16 && sizeof(VringPackedEvent) == 4);
+
+constexpr uint16_t kVringPackedDescFAvail = 1u << 7;
+constexpr uint16_t kVringPackedDescFUsed = 1u << 15;
+constexpr uint16_t kVringPackedEventFEnable = 0;
+constexpr uint16_t kVringPackedEventFDisable = 1;
+constexpr uint16_t kVringPackedEventFDesc = 2;  // with EVENT_IDX: at off_wrap
 
 }  // namespace vqs

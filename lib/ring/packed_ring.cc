@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "ring/packed_ring.h"
+
+#include <cstring>
+
+namespace vqs {
+namespace {
+
+// One copy of a descriptor; the compiler barrier stops it from re-reading guest memory later.
+inline VringPackedDesc load_desc(const VringPackedDesc* table, uint32_t index) {
+  VringPackedDesc d;
+  std::memcpy(&d, &table[index], sizeof(d));
+  asm volatile("" ::: "memory");
+  return d;
+}
+
+inline bool available_with(uint16_t flags, bool wrap) {
+  return ((flags & kVringPackedDescFAvail) != 0) == wrap &&
+         ((flags & kVringPackedDescFUsed) != 0) != wrap;
+}
+
+}  // namespace
+
+ChainError PackedChainReader::read(PackedPos at, ChainAccess access, IoVecList& out,
+                                   PackedChain* chain, uint32_t* visited) const {
+  const uint32_t bound = ring_size_ < IoVecList::kCapacity ? ring_size_ : IoVecList::kCapacity;
+  uint32_t budget = bound;
+  PackedPos pos = at;
+  ChainError error = ChainError::kNone;
+  chain->descs = 0;
+  for (;;) {
+    if (budget == 0) {
+      error = ChainError::kTooLong;
+      break;
+    }
+    --budget;
+    const VringPackedDesc d = load_desc(ring_, pos.slot);
+    // The head was found available by the caller (and its flags read with acquire); every
+    // further descriptor must be available in its own lap as well.
+    if (chain->descs > 0 && !available_with(d.flags, pos.wrap)) {
+      error = ChainError::kNotAvailable;
+      break;
+    }
+    ++chain->descs;
+    chain->id = d.id;
+    if (d.flags & kVringDescFIndirect) {
+      if (d.flags & kVringDescFNext) {
+        error = ChainError::kIndirectWithNext;
+      } else if (!indirect_negotiated_) {
+        error = ChainError::kIndirectNotNegotiated;
+      } else {
+        error = read_indirect(d, access, out, budget);
+      }
+      break;
+    }
+    error = append_buffer(*memory_, d.addr, d.len, d.flags & kVringDescFWrite, access, out);
+    if (error != ChainError::kNone || !(d.flags & kVringDescFNext)) break;
+    pos = pos.advanced(1, ring_size_);
+  }
+  if (visited != nullptr) *visited += bound - budget;
+  if (chain->descs == 0) chain->descs = 1;
+  return error;
+}
+
+// An indirect table's descriptors are used in order, all of them: in a packed ring only their
+// WRITE flag means anything (NEXT, INDIRECT and the id are reserved, and ignored).
+ChainError PackedChainReader::read_indirect(const VringPackedDesc& d, ChainAccess access,
+                                            IoVecList& out, uint32_t& budget) const {
+  uint32_t entries = 0;
+  ChainError error = ChainError::kNone;
+  const auto* table = static_cast<const VringPackedDesc*>(
+      indirect_table(*memory_, d.addr, d.len, &entries, &error));
+  if (table == nullptr) return error;
+  for (uint32_t i = 0; i < entries; ++i) {
+    if (budget == 0) return ChainError::kTooLong;
+    --budget;
+    const VringPackedDesc e = load_desc(table, i);
+    error = append_buffer(*memory_, e.addr, e.len, e.flags & kVringDescFWrite, access, out);
+    if (error != ChainError::kNone) return error;
+  }
+  return ChainError::kNone;
+}
+
+bool PackedRing::attach(const PackedRingAddrs& addrs, uint16_t avail_base, uint16_t used_base,
+                        bool event_idx) {
+  if (addrs.desc == nullptr || addrs.driver_event == nullptr || addrs.device_event == nullptr)
+    return false;
+  if (addrs.size == 0 || addrs.size > kMaxSize) return false;
+  const PackedPos avail = PackedPos::from_base(avail_base);
+  const PackedPos used = PackedPos::from_base(used_base);
+  if (avail.slot >= addrs.size || used.slot >= addrs.size) return false;
+  addrs_ = addrs;
+  avail_ = avail;
+  used_ = used;
+  signalled_ = used;
+  signalled_valid_ = false;
+  event_idx_ = event_idx;
+  shadow_count_ = 0;
+  kicks_enabled_ = true;  // so that the call below writes the suppression state
+  set_kicks_enabled(false);
+  return true;
+}
+
+void PackedRing::flush_shadow() {
+  if (shadow_count_ == 0) return;
+  // Each entry goes to the next used position, which then moves on by the chain's slots. The
+  // driver reads used entries in order, from the first: its flags go last, after a release
+  // fence, so that the whole batch becomes visible at once.
+  VringPackedDesc* first = &addrs_.desc[used_.slot];
+  const uint16_t first_flags = used_.wrap ? (kVringPackedDescFAvail | kVringPackedDescFUsed) : 0;
+  for (uint16_t i = 0; i < shadow_count_; ++i) {
+    const Shadow& e = shadow_[i];
+    VringPackedDesc* d = &addrs_.desc[used_.slot];
+    const uint16_t flags = used_.wrap ? (kVringPackedDescFAvail | kVringPackedDescFUsed) : 0;
+    d->id = e.id;
+    d->len = e.len;
+    if (i > 0) d->flags = flags;
+    if (log_ != nullptr) log_write(d, sizeof(*d));
+    used_ = used_.advanced(e.descs, addrs_.size);
+  }
+  __atomic_store_n(&first->flags, first_flags, __ATOMIC_RELEASE);
+  shadow_count_ = 0;
+}
+
+bool PackedRing::guest_wants_interrupt() {
+  const PackedPos old = signalled_;
+  const bool old_valid = signalled_valid_;
+  signalled_ = used_;
+  signalled_valid_ = true;
+  if (old == used_) return false;  // nothing used since the last decision
+  // Our used entries must be visible before we read the driver's suppression state, or both
+  // sides may decide the other will act (store-load ordering needs a full barrier).
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  const uint16_t flags = __atomic_load_n(&addrs_.driver_event->flags, __ATOMIC_RELAXED);
+  if (flags != kVringPackedEventFDesc || !event_idx_) return flags != kVringPackedEventFDisable;
+  if (!old_valid) return true;
+  // Interrupt when the used position passed the driver's event offset since the last decision:
+  // the split ring's vring_need_event, on positions unrolled across the wrap (off and old are
+  // taken one lap back when they belong to the previous one).
+  const uint16_t off_wrap = __atomic_load_n(&addrs_.driver_event->off_wrap, __ATOMIC_RELAXED);
+  const int32_t size = addrs_.size;
+  const int32_t now = used_.slot;
+  int32_t off = off_wrap & 0x7fff;
+  int32_t before = old.slot;
+  if (((off_wrap >> 15) != 0) != used_.wrap) off -= size;
+  if (old.wrap != used_.wrap) before -= size;
+  // Entries published in (before, now]: the driver asked at `off`.
+  return static_cast<uint16_t>(now - off - 1) < static_cast<uint16_t>(now - before);
+}
+
+void PackedRing::set_kicks_enabled(bool enabled) {
+  if (enabled == kicks_enabled_) return;
+  kicks_enabled_ = enabled;
+  VringPackedEvent* ev = addrs_.device_event;
+  if (enabled && event_idx_) {
+    // Kick once the descriptor at our next available position is made available.
+    __atomic_store_n(&ev->off_wrap, avail_.base(), __ATOMIC_RELAXED);
+    __atomic_store_n(&ev->flags, kVringPackedEventFDesc, __ATOMIC_RELAXED);
+  } else {
+    __atomic_store_n(&ev->flags, enabled ? kVringPackedEventFEnable : kVringPackedEventFDisable,
+                     __ATOMIC_RELAXED);
+  }
+  if (log_ != nullptr) log_write(ev, sizeof(*ev));
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+}  // namespace vqs

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The device side of one packed virtqueue (virtio 1.1+, 2.8): finding the chains the driver made
+// available, reading them (PackedChainReader), marking them used in place, and both directions
+// of event suppression. Positions are ring slots with a wrap counter each, as the specification
+// counts them; librte_vhost's vring base carries the counter in bit 15. No EAL here.
+//
+// The descriptor ring is guest memory the guest may change at any time: a descriptor is copied
+// once and only the copy is checked and used, and a chain is bounded by the ring size.
+#pragma once
+
+#include <cstdint>
+
+#include "ring/desc_chain.h"
+#include "ring/dirty_log.h"
+#include "ring/guest_memory.h"
+#include "ring/io_vec.h"
+#include "ring/vring.h"
+
+namespace vqs {
+
+struct PackedRingAddrs {
+  VringPackedDesc* desc = nullptr;
+  VringPackedEvent* driver_event = nullptr;  // the driver's: when to interrupt it
+  VringPackedEvent* device_event = nullptr;  // ours: when the driver should kick
+  uint16_t size = 0;                         // any size from 1 to 32768 (no power of two needed)
+};
+
+// A position in the descriptor ring: the slot and the wrap counter it is read or written with.
+struct PackedPos {
+  uint16_t slot = 0;
+  bool wrap = true;  // both counters start at 1
+  // librte_vhost's vring base: the slot, the counter in bit 15.
+  static PackedPos from_base(uint16_t base) {
+    return PackedPos{static_cast<uint16_t>(base & 0x7fff), (base >> 15) != 0};
+  }
+  uint16_t base() const { return static_cast<uint16_t>(slot | (wrap ? 0x8000 : 0)); }
+  // `count` slots on, in a ring of `size`.
+  PackedPos advanced(uint32_t count, uint16_t size) const {
+    uint32_t s = slot + count;
+    bool w = wrap;
+    while (s >= size) {
+      s -= size;
+      w = !w;
+    }
+    return PackedPos{static_cast<uint16_t>(s), w};
+  }
+  bool operator==(const PackedPos&) const = default;
+};
+
+// One chain the driver made available, as read from the ring.
+struct PackedChain {
+  uint16_t id = 0;     // the buffer id (in the chain's last ring descriptor)
+  uint16_t descs = 0;  // ring slots it takes (1 for an indirect chain)
+};
+
+// Reads a packed chain's buffers. Like DescChainReader for split rings, and sharing its
+// buffer and indirect-table checks (desc_chain.h).
+class PackedChainReader {
+ public:
+  PackedChainReader() = default;
+  PackedChainReader(const VringPackedDesc* ring, uint16_t ring_size, const GuestMemory* memory,
+                    bool indirect_negotiated)
+      : ring_(ring),
+        ring_size_(ring_size),
+        memory_(memory),
+        indirect_negotiated_(indirect_negotiated) {}
+
+  // The chain whose first descriptor is at `at` (which the caller found available): its
+  // buffers appended to `out`, its id and slot count in `chain`. Every further descriptor of
+  // the chain must be available with the wrap counter of its own slot. With an error, `chain`
+  // still says how many slots to give back (at least the head) and `out` holds a partial chain.
+  // With `visited`, adds the descriptors read.
+  ChainError read(PackedPos at, ChainAccess access, IoVecList& out, PackedChain* chain,
+                  uint32_t* visited = nullptr) const;
+
+ private:
+  ChainError read_indirect(const VringPackedDesc& d, ChainAccess access, IoVecList& out,
+                           uint32_t& budget) const;
+
+  const VringPackedDesc* ring_ = nullptr;
+  uint16_t ring_size_ = 0;
+  const GuestMemory* memory_ = nullptr;
+  bool indirect_negotiated_ = false;
+};
+
+class PackedRing {
+ public:
+  static constexpr uint32_t kMaxSize = 32768;
+
+  // Fails on a null area or a size of 0 or above kMaxSize. The bases are where the device
+  // resumes (librte_vhost's vring base: 0x8000 on a fresh device). Guest kicks start disabled.
+  bool attach(const PackedRingAddrs& addrs, uint16_t avail_base, uint16_t used_base,
+              bool event_idx);
+  void detach() {
+    addrs_ = PackedRingAddrs{};
+    log_ = nullptr;
+  }
+  bool attached() const { return addrs_.desc != nullptr; }
+  // Live migration: every write to the descriptor ring and our event area is reported to `log`
+  // by guest-physical address, found in `memory` (nullptr: none). Not as used-ring offsets: a
+  // frontend's log address for a packed ring is its device area, not the descriptors.
+  void set_dirty_log(DirtyLog* log, const GuestMemory* memory) {
+    log_ = log;
+    log_memory_ = memory;
+  }
+
+  uint16_t size() const { return addrs_.size; }
+  const VringPackedDesc* descs() const { return addrs_.desc; }
+  PackedPos next_avail() const { return avail_; }
+  PackedPos next_used() const { return used_; }
+
+  // Whether the driver made the descriptor at `at` available (its AVAIL flag equals the wrap
+  // counter of `at`, its USED flag does not). Reads after a true answer are ordered after it.
+  bool available(PackedPos at) const {
+    const uint16_t flags = __atomic_load_n(&addrs_.desc[at.slot].flags, __ATOMIC_ACQUIRE);
+    return ((flags & kVringPackedDescFAvail) != 0) == at.wrap &&
+           ((flags & kVringPackedDescFUsed) != 0) != at.wrap;
+  }
+  // Consumes `descs` slots from the next available position on.
+  void consume(uint32_t descs) { avail_ = avail_.advanced(descs, addrs_.size); }
+
+  // Stages a used entry for a chain of `descs` slots; the driver sees it after publish_used().
+  void put_used(uint16_t id, uint32_t len, uint16_t descs) {
+    if (shadow_count_ == kShadowSize) flush_shadow();
+    shadow_[shadow_count_++] = Shadow{id, len, descs};
+  }
+  // Makes the staged used entries visible: each written in place, the first one's flags last.
+  void publish_used() { flush_shadow(); }
+
+  // Whether the driver asked to be interrupted for what was published since the last call that
+  // returned true or false: its event area's flags, or with EVENT_IDX its off_wrap.
+  bool guest_wants_interrupt();
+
+  // Driver -> device notifications (kicks): disabled while polling; enable before sleeping, then
+  // look at the next available descriptor once more.
+  void set_kicks_enabled(bool enabled);
+
+ private:
+  struct Shadow {
+    uint16_t id;
+    uint32_t len;
+    uint16_t descs;
+  };
+  static constexpr uint16_t kShadowSize = 64;
+
+  void flush_shadow();
+  void log_write(const void* host, uint64_t len) const {
+    uint64_t gpa = 0;
+    if (log_memory_->guest_phys_of(static_cast<const uint8_t*>(host), &gpa))
+      log_->guest_written(gpa, len);
+  }
+
+  PackedRingAddrs addrs_{};
+  DirtyLog* log_ = nullptr;
+  const GuestMemory* log_memory_ = nullptr;
+  PackedPos avail_;
+  PackedPos used_;
+  PackedPos signalled_;  // where the used position was at the last interrupt decision
+  bool signalled_valid_ = false;
+  bool event_idx_ = false;
+  bool kicks_enabled_ = false;
+  uint16_t shadow_count_ = 0;
+  Shadow shadow_[kShadowSize];
+};
+
+}  // namespace vqs

@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The device side of packed virtqueues against a small packed driver written here from the
+// specification (virtio 1.1, 2.8): availability by wrap counters, chains, indirect tables,
+// in-place used entries, event suppression both ways, and what a hostile driver may write.
+#include "ring/packed_ring.h"
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <deque>
+#include <set>
+#include <vector>
+
+#include "sim_guest.h"
+
+using namespace vqs;
+using vqs::test::SimMemory;
+
+namespace {
+
+constexpr uint16_t kAvailUsedMask = kVringPackedDescFAvail | kVringPackedDescFUsed;
+
+// The driver's side: makes chains available at its position, reads used entries at its own.
+class PackedDriver {
+ public:
+  PackedDriver(SimMemory& memory, uint16_t size) : memory_(memory), size_(size) {
+    desc_gpa_ = memory.alloc_ring_memory(16ull * size, 16);
+    driver_event_gpa_ = memory.alloc_ring_memory(4, 4);
+    device_event_gpa_ = memory.alloc_ring_memory(4, 4);
+    desc_ = reinterpret_cast<VringPackedDesc*>(memory.host(desc_gpa_, 16ull * size));
+    driver_event_ = reinterpret_cast<VringPackedEvent*>(memory.host(driver_event_gpa_, 4));
+    device_event_ = reinterpret_cast<VringPackedEvent*>(memory.host(device_event_gpa_, 4));
+    std::memset(desc_, 0, 16ull * size);  // a driver starts from a zeroed ring
+    *driver_event_ = {};
+    *device_event_ = {};
+    for (uint16_t id = 0; id < size; ++id) free_ids_.push_back(id);
+  }
+
+  PackedRingAddrs addrs() const { return {desc_, driver_event_, device_event_, size_}; }
+  VringPackedEvent& driver_event() { return *driver_event_; }
+  const VringPackedEvent& device_event() const { return *device_event_; }
+  VringPackedDesc& desc(uint16_t slot) { return desc_[slot]; }
+  PackedPos avail_pos() const { return avail_; }
+
+  struct Buffer {
+    uint64_t gpa;
+    uint32_t len;
+    bool device_writes;
+  };
+  // Makes a chain available (the head's flags written last); returns its id.
+  uint16_t post(const std::vector<Buffer>& buffers) {
+    REQUIRE(!free_ids_.empty());
+    const uint16_t id = free_ids_.front();
+    free_ids_.pop_front();
+    const PackedPos head = avail_;
+    uint16_t head_flags = 0;
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      uint16_t flags = (avail_.wrap ? kVringPackedDescFAvail : kVringPackedDescFUsed) |
+                       (buffers[i].device_writes ? kVringDescFWrite : 0) |
+                       (i + 1 < buffers.size() ? kVringDescFNext : 0);
+      VringPackedDesc& d = desc_[avail_.slot];
+      d.addr = buffers[i].gpa;
+      d.len = buffers[i].len;
+      d.id = id;
+      if (i == 0) {
+        head_flags = flags;
+      } else {
+        d.flags = flags;
+      }
+      avail_ = avail_.advanced(1, size_);
+    }
+    __atomic_store_n(&desc_[head.slot].flags, head_flags, __ATOMIC_RELEASE);
+    in_flight_[id] = static_cast<uint16_t>(buffers.size());
+    return id;
+  }
+  // A chain of one indirect descriptor naming a table of `buffers`.
+  uint16_t post_indirect(const std::vector<Buffer>& buffers) {
+    const uint64_t table_gpa = memory_.alloc(16ull * buffers.size(), 16);
+    std::vector<VringPackedDesc> table;
+    for (const Buffer& b : buffers)
+      table.push_back(
+          {b.gpa, b.len, 0, static_cast<uint16_t>(b.device_writes ? kVringDescFWrite : 0)});
+    memory_.write(table_gpa, table.data(), 16ull * table.size());
+    const uint16_t id = post({{table_gpa, static_cast<uint32_t>(16 * buffers.size()), false}});
+    desc_[static_cast<uint16_t>((avail_.slot + size_ - 1) % size_)].flags |= kVringDescFIndirect;
+    return id;
+  }
+
+  struct Used {
+    uint16_t id;
+    uint32_t len;
+  };
+  // Used entries the device published since the last call, in order.
+  std::vector<Used> take_used() {
+    std::vector<Used> out;
+    for (;;) {
+      const uint16_t flags = __atomic_load_n(&desc_[used_.slot].flags, __ATOMIC_ACQUIRE);
+      const bool avail = flags & kVringPackedDescFAvail, used = flags & kVringPackedDescFUsed;
+      if (avail != used || used != used_.wrap) break;
+      const VringPackedDesc& d = desc_[used_.slot];
+      REQUIRE(in_flight_.count(d.id) == 1);
+      out.push_back({d.id, d.len});
+      used_ = used_.advanced(in_flight_[d.id], size_);
+      in_flight_.erase(d.id);
+      free_ids_.push_back(d.id);
+    }
+    return out;
+  }
+
+ private:
+  SimMemory& memory_;
+  uint16_t size_;
+  uint64_t desc_gpa_, driver_event_gpa_, device_event_gpa_;
+  VringPackedDesc* desc_;
+  VringPackedEvent* driver_event_;
+  VringPackedEvent* device_event_;
+  PackedPos avail_;
+  PackedPos used_;
+  std::deque<uint16_t> free_ids_;
+  std::map<uint16_t, uint16_t> in_flight_;  // id -> slots
+};
+
+struct Fixture {
+  explicit Fixture(uint16_t size, bool event_idx = false, bool indirect = true)
+      : memory({1 << 20, 1 << 20, 1 << 20}), driver(memory, size) {
+    REQUIRE(ring.attach(driver.addrs(), 0x8000, 0x8000, event_idx));
+    reader = PackedChainReader(driver.addrs().desc, size, &memory.table(), indirect);
+  }
+  // Reads the next available chain (the test expects one).
+  ChainError next(ChainAccess access, PackedChain* chain) {
+    REQUIRE(ring.available(ring.next_avail()));
+    iov.clear();
+    const ChainError e = reader.read(ring.next_avail(), access, iov, chain);
+    ring.consume(chain->descs);
+    return e;
+  }
+  SimMemory memory;
+  PackedDriver driver;
+  PackedRing ring;
+  PackedChainReader reader;
+  IoVecList iov;
+};
+
+}  // namespace
+
+TEST_CASE("packed: attach takes librte_vhost's bases and rejects unusable rings") {
+  SimMemory memory({1 << 20, 1 << 20, 1 << 20});
+  PackedDriver driver(memory, 100);  // any size, not only powers of two
+  PackedRing ring;
+  PackedRingAddrs addrs = driver.addrs();
+  CHECK(ring.attach(addrs, 0x8000 | 99, 5, false));
+  CHECK(ring.next_avail() == PackedPos{99, true});
+  CHECK(ring.next_used() == PackedPos{5, false});
+  CHECK(ring.next_avail().base() == (0x8000 | 99));
+  CHECK_FALSE(ring.attach(addrs, 100, 0, false));  // slot past the ring
+  addrs.size = 0;
+  CHECK_FALSE(ring.attach(addrs, 0x8000, 0x8000, false));
+  addrs = driver.addrs();
+  addrs.driver_event = nullptr;
+  CHECK_FALSE(ring.attach(addrs, 0x8000, 0x8000, false));
+}
+
+TEST_CASE("packed: chains across many wraps come back used, in place, with their ids") {
+  const uint16_t size = GENERATE(7, 64, 256);
+  Fixture f(size);
+  const uint64_t buf = f.memory.alloc(4096);
+  uint32_t seq = 0;
+  for (int round = 0; round < 40; ++round) {
+    // As many chains of 1-3 buffers as fit, then the device takes them all.
+    std::vector<uint16_t> ids;
+    uint32_t slots = 0;
+    for (uint32_t n = 1 + seq % 3; slots + n <= size; n = 1 + ++seq % 3) {
+      std::vector<PackedDriver::Buffer> bufs;
+      for (uint32_t k = 0; k < n; ++k) bufs.push_back({buf + 100 * k, 100, false});
+      ids.push_back(f.driver.post(bufs));
+      slots += n;
+      if (ids.size() == 5) break;
+    }
+    for (size_t i = 0; i < ids.size(); ++i) {
+      PackedChain chain;
+      REQUIRE(f.next(ChainAccess::kDeviceReads, &chain) == ChainError::kNone);
+      CHECK(chain.id == ids[i]);
+      CHECK(f.iov.total_len() == 100u * chain.descs);
+      f.ring.put_used(chain.id, static_cast<uint32_t>(i), chain.descs);
+    }
+    CHECK_FALSE(f.ring.available(f.ring.next_avail()));
+    CHECK(f.driver.take_used().empty());  // nothing before publish
+    f.ring.publish_used();
+    const auto used = f.driver.take_used();
+    REQUIRE(used.size() == ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      CHECK(used[i].id == ids[i]);
+      CHECK(used[i].len == i);
+    }
+  }
+}
+
+TEST_CASE("packed: an indirect chain takes one slot and reads its whole table") {
+  Fixture f(16);
+  const uint64_t buf = f.memory.alloc(4096);
+  const uint16_t id = f.driver.post_indirect({{buf, 12, true}, {buf + 12, 1500, true}});
+  PackedChain chain;
+  REQUIRE(f.next(ChainAccess::kDeviceWrites, &chain) == ChainError::kNone);
+  CHECK(chain.id == id);
+  CHECK(chain.descs == 1);
+  CHECK(f.iov.total_len() == 1512);
+  CHECK(f.ring.next_avail() == PackedPos{1, true});
+}
+
+TEST_CASE("packed: hostile drivers") {
+  Fixture f(8);
+  const uint64_t buf = f.memory.alloc(4096);
+  PackedChain chain;
+
+  SECTION("flags that lie about the wrap counter are not available") {
+    f.driver.post({{buf, 64, false}});
+    VringPackedDesc& d = f.driver.desc(0);
+    d.flags |= kAvailUsedMask;  // AVAIL == USED: a used descriptor, not an available one
+    CHECK_FALSE(f.ring.available(f.ring.next_avail()));
+    d.flags &= ~kAvailUsedMask;  // the previous lap's marking
+    CHECK_FALSE(f.ring.available(f.ring.next_avail()));
+    d.flags |= kVringPackedDescFUsed;  // available in the next lap, not this one
+    CHECK_FALSE(f.ring.available(f.ring.next_avail()));
+  }
+  SECTION("a chained descriptor the driver did not make available") {
+    f.driver.post({{buf, 64, false}, {buf + 64, 64, false}});
+    f.driver.desc(1).flags ^= kAvailUsedMask;
+    CHECK(f.next(ChainAccess::kDeviceReads, &chain) == ChainError::kNotAvailable);
+    CHECK(chain.descs == 1);  // the head is given back alone
+  }
+  SECTION("a chain longer than the ring") {
+    for (uint16_t s = 0; s < 8; ++s) {
+      VringPackedDesc& d = f.driver.desc(s);
+      d = {buf, 8, 0, static_cast<uint16_t>(kVringPackedDescFAvail | kVringDescFNext)};
+    }
+    // Bounded by the ring size: the walk stops before it comes round to its head again.
+    CHECK(f.next(ChainAccess::kDeviceReads, &chain) == ChainError::kTooLong);
+    CHECK(chain.descs == 8);
+  }
+  SECTION("ids reused while in flight: both chains are read, each with the id it carries") {
+    const uint16_t id = f.driver.post({{buf, 64, false}});
+    f.driver.post({{buf, 64, false}});
+    f.driver.desc(1).id = id;
+    PackedChain a, b;
+    CHECK(f.next(ChainAccess::kDeviceReads, &a) == ChainError::kNone);
+    CHECK(f.next(ChainAccess::kDeviceReads, &b) == ChainError::kNone);
+    CHECK(a.id == id);
+    CHECK(b.id == id);  // the driver gets two used entries for one id: its own problem
+  }
+  SECTION("indirect descriptors in packed form") {
+    SECTION("with NEXT") {
+      f.driver.post({{buf, 32, false}, {buf, 32, false}});
+      f.driver.desc(0).flags |= kVringDescFIndirect;
+      CHECK(f.next(ChainAccess::kDeviceReads, &chain) == ChainError::kIndirectWithNext);
+    }
+    SECTION("a table of no whole descriptor") {
+      f.driver.post({{buf, 24, false}});
+      f.driver.desc(0).flags |= kVringDescFIndirect;
+      CHECK(f.next(ChainAccess::kDeviceReads, &chain) == ChainError::kBadIndirectLength);
+    }
+    SECTION("a table outside guest memory") {
+      f.driver.post({{0x10, 32, false}});
+      f.driver.desc(0).flags |= kVringDescFIndirect;
+      CHECK(f.next(ChainAccess::kDeviceReads, &chain) == ChainError::kBadAddress);
+    }
+    SECTION("not negotiated") {
+      Fixture g(8, false, false);
+      g.driver.post_indirect({{buf, 32, false}});
+      CHECK(g.next(ChainAccess::kDeviceReads, &chain) == ChainError::kIndirectNotNegotiated);
+    }
+    SECTION("an entry of the table outside guest memory, or in the wrong direction") {
+      f.driver.post_indirect({{buf, 32, false}, {~0ull - 8, 32, false}});
+      CHECK(f.next(ChainAccess::kDeviceReads, &chain) == ChainError::kBadAddress);
+      f.driver.post_indirect({{buf, 32, true}});
+      CHECK(f.next(ChainAccess::kDeviceReads, &chain) == ChainError::kWrongDirection);
+    }
+  }
+  SECTION("a buffer outside guest memory, or wrapping") {
+    f.driver.post({{~0ull - 16, 64, false}});
+    CHECK(f.next(ChainAccess::kDeviceReads, &chain) == ChainError::kBadAddress);
+  }
+}
+
+TEST_CASE("packed: the driver's event area decides interrupts") {
+  SECTION("enable and disable") {
+    Fixture f(8);
+    const uint64_t buf = f.memory.alloc(4096);
+    PackedChain chain;
+    f.driver.post({{buf, 8, false}});
+    f.next(ChainAccess::kDeviceReads, &chain);
+    f.ring.put_used(chain.id, 0, chain.descs);
+    f.ring.publish_used();
+    f.driver.driver_event().flags = kVringPackedEventFDisable;
+    CHECK_FALSE(f.ring.guest_wants_interrupt());
+    CHECK_FALSE(f.ring.guest_wants_interrupt());  // nothing new
+    f.driver.post({{buf, 8, false}});
+    f.next(ChainAccess::kDeviceReads, &chain);
+    f.ring.put_used(chain.id, 0, chain.descs);
+    f.ring.publish_used();
+    f.driver.driver_event().flags = kVringPackedEventFEnable;
+    CHECK(f.ring.guest_wants_interrupt());
+  }
+  SECTION("with EVENT_IDX: once the used position passes off_wrap, across wraps") {
+    Fixture f(8, true);
+    const uint64_t buf = f.memory.alloc(4096);
+    f.driver.driver_event().flags = kVringPackedEventFDesc;
+    std::vector<int> interrupts;
+    for (int i = 0; i < 40; ++i) {
+      // The driver asks for an interrupt at used position i (slot i % 8, lap i / 8).
+      const PackedPos want = PackedPos{}.advanced(static_cast<uint32_t>(i / 3 * 3), 8);
+      f.driver.driver_event().off_wrap = want.base();
+      PackedChain chain;
+      f.driver.post({{buf, 8, false}});
+      f.next(ChainAccess::kDeviceReads, &chain);
+      f.ring.put_used(chain.id, 0, chain.descs);
+      f.ring.publish_used();
+      f.driver.take_used();
+      if (f.ring.guest_wants_interrupt()) interrupts.push_back(i);
+    }
+    // Entry i goes to position i: an interrupt when it is the one asked for (every third),
+    // and the first decision always.
+    std::vector<int> want = {0};
+    for (int i = 3; i < 40; i += 3) want.push_back(i);
+    CHECK(interrupts == want);
+  }
+}
+
+TEST_CASE("packed: our event area tells the driver when to kick") {
+  Fixture plain(8);
+  CHECK(plain.driver.device_event().flags == kVringPackedEventFDisable);  // polling at start
+  plain.ring.set_kicks_enabled(true);
+  CHECK(plain.driver.device_event().flags == kVringPackedEventFEnable);
+  plain.ring.set_kicks_enabled(false);
+  CHECK(plain.driver.device_event().flags == kVringPackedEventFDisable);
+
+  Fixture idx(8, true);
+  const uint64_t buf = idx.memory.alloc(4096);
+  for (int i = 0; i < 9; ++i) {  // one lap and one slot on
+    PackedChain chain;
+    idx.driver.post({{buf, 8, false}});
+    idx.next(ChainAccess::kDeviceReads, &chain);
+    idx.ring.put_used(chain.id, 0, chain.descs);
+    idx.ring.publish_used();
+    idx.driver.take_used();
+  }
+  idx.ring.set_kicks_enabled(true);
+  CHECK(idx.driver.device_event().flags == kVringPackedEventFDesc);
+  CHECK(idx.driver.device_event().off_wrap == PackedPos{1, false}.base());
+}
+
+TEST_CASE("packed: used entries and our event area are reported to the dirty log") {
+  struct Log final : DirtyLog {
+    void guest_written(uint64_t gpa, uint64_t len) override { writes.insert({gpa, len}); }
+    void used_written(uint64_t, uint64_t) override { FAIL("packed rings log by address"); }
+    std::set<std::pair<uint64_t, uint64_t>> writes;
+  } log;
+  Fixture f(8);
+  f.ring.set_dirty_log(&log, &f.memory.table());
+  const uint64_t buf = f.memory.alloc(4096);
+  PackedChain chain;
+  f.driver.post({{buf, 8, false}, {buf, 8, false}});
+  f.next(ChainAccess::kDeviceReads, &chain);
+  f.ring.put_used(chain.id, 0, chain.descs);
+  f.ring.publish_used();
+  f.ring.set_kicks_enabled(true);
+  uint64_t desc_gpa = 0, event_gpa = 0;
+  REQUIRE(f.memory.table().guest_phys_of(reinterpret_cast<const uint8_t*>(&f.driver.desc(0)),
+                                         &desc_gpa));
+  REQUIRE(f.memory.table().guest_phys_of(reinterpret_cast<const uint8_t*>(&f.driver.device_event()),
+                                         &event_gpa));
+  CHECK(log.writes == std::set<std::pair<uint64_t, uint64_t>>{{desc_gpa, 16}, {event_gpa, 4}});
+}

@@ -185,9 +185,31 @@ done
 # that may be stale: Linux then confirms it with an ARP request 5 s later (its
 # delay_first_probe_time), which would teach the bridge too. Let that pass first.
 sleep 7
+# Slowed down to a few seconds, so that `show` can be seen marking the source ports migrating.
+for g in a0 b0; do qmp "$g" migrate-set-parameters '{"max-bandwidth": 16777216}' >/dev/null; done
+mkdir -p "$run/show"
+(for i in $(seq 100); do ctl show --json >"$run/show/$i.json" 2>/dev/null; sleep 0.05; done) &
+sampler=$!
 migrate a0:a1:"$tcp_port" b0:b1:"$((tcp_port + 1))"
 fdb_wait b0 52:54:00:00:01:02=a1 52:54:00:00:01:03=b1
 check_states a0:a1 b0:b1
+kill "$sampler" 2>/dev/null
+wait "$sampler" 2>/dev/null
+python3 - "$run/show" <<'PY' && ok "show marked a0 and b0 migrating while QEMU copied their guests" ||
+import glob, json, sys
+seen = set()
+for path in glob.glob(sys.argv[1] + "/*.json"):
+    try:
+        ports = json.load(open(path))["ports"]
+    except ValueError:
+        continue  # the sample cut short by the end of the sampler
+    seen |= {p["name"] for p in ports if p.get("migrating")}
+print("marked migrating:", sorted(seen))
+sys.exit(0 if {"a0", "b0"} <= seen and not seen & {"a1", "b1"} else 1)
+PY
+  fail "show did not mark exactly a0 and b0 migrating"
+ctl show --json | python3 -c 'import json, sys; sys.exit(1 if any(p.get("migrating") for p in json.load(sys.stdin)["ports"]) else 0)' &&
+  ok "after the move no port is marked migrating" || fail "a port is still marked migrating: $(ctl show)"
 for g in a0 b0; do
   grep -q "$run/$g.sock: dirty page logging on" "$run/switch.log" && ok "$g: vqswitch logged dirty pages during the migration" ||
     fail "$g: vqswitch never turned dirty page logging on"

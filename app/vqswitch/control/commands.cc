@@ -199,6 +199,9 @@ Json ControlCommands::show() const {
       p["socket"] = pc.socket;
       p["mode"] = pc.vhost.client ? "client" : "server";
       p["features"] = format("0x%016" PRIx64, device.negotiated_features());
+      // A live migration is copying the guest's memory (its frontend logs dirty pages). The
+      // features stay as they were when the source stopped: only a running device migrates.
+      p["migrating"] = device.link_up() && device.dirty_logging();
     } else {
       const auto& nic = static_cast<const EthdevPort&>(*port);
       p["device"] = pc.device;
@@ -529,7 +532,8 @@ std::string show_text(const Json& j) {
                   p["rx_queues"].get<unsigned>(), p["tx_queues"].get<unsigned>());
     if (p.contains("socket")) {
       out += cat({"  ", p["socket"].get<std::string>(), " (", p["mode"].get<std::string>(),
-                  ")  features ", p["features"].get<std::string>()});
+                  ")  features ", p["features"].get<std::string>(),
+                  p["migrating"].get<bool>() ? "  migrating" : ""});
     } else {
       out += format("  %s (port %u)", p["device"].get<std::string>().c_str(),
                     p["port_id"].get<unsigned>());

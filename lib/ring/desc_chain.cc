@@ -4,18 +4,6 @@
 #include <cstring>
 
 namespace vqs {
-namespace {
-
-// One copy of a descriptor; the compiler barrier stops it from re-reading guest memory later.
-inline VringDesc load_desc(const VringDesc* table, uint32_t index) {
-  VringDesc d;
-  std::memcpy(&d, &table[index], sizeof(d));
-  asm volatile("" ::: "memory");
-  return d;
-}
-
-}  // namespace
-
 const char* chain_error_name(ChainError error) {
   switch (error) {
     case ChainError::kNone:

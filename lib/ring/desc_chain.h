@@ -37,6 +37,16 @@ enum class ChainError : uint8_t {
 
 const char* chain_error_name(ChainError error);
 
+// One copy of a descriptor (split or packed) from guest memory. The compiler barrier keeps it from
+// reading the guest's again later: the guest may change it meanwhile, and only the copy is checked.
+template <typename Desc>
+inline Desc load_desc(const Desc* table, uint32_t index) {
+  Desc d;
+  std::memcpy(&d, &table[index], sizeof(d));
+  asm volatile("" ::: "memory");
+  return d;
+}
+
 // One buffer descriptor's part of a chain, the same for every ring format: the direction must
 // be the one asked, and the buffer inside guest memory; appended to `out` (an empty one adds
 // nothing).
@@ -98,9 +108,7 @@ class DescChainReader {
   // chain is anything else — then read() decides. Never accepts what read() would reject.
   uint8_t* single_buffer(uint16_t head, ChainAccess access, uint32_t* len) const {
     if (head >= ring_size_) return nullptr;
-    VringDesc d;
-    std::memcpy(&d, &table_[head], sizeof(d));
-    asm volatile("" ::: "memory");  // one read of guest memory: use only the copy
+    const VringDesc d = load_desc(table_, head);
     const uint16_t want = access == ChainAccess::kDeviceWrites ? kVringDescFWrite : 0;
     if (d.flags != want || d.len == 0) return nullptr;
     *len = d.len;
@@ -135,9 +143,7 @@ class DescChainReader {
     if (head >= ring_size_) return false;
     // One read of guest memory: a length the guest rewrote between two reads would not pass
     // the clip below.
-    VringDesc d;
-    std::memcpy(&d, &table_[head], sizeof(d));
-    asm volatile("" ::: "memory");
+    const VringDesc d = load_desc(table_, head);
     if (d.flags & kVringDescFIndirect) return false;
     const uint32_t len = d.len < bytes ? d.len : bytes;
     const uint8_t* p = len != 0 ? memory_->translate(d.addr, len) : nullptr;

@@ -4,23 +4,6 @@
 #include <cstring>
 
 namespace vqs {
-namespace {
-
-// One copy of a descriptor; the compiler barrier stops it from re-reading guest memory later.
-inline VringPackedDesc load_desc(const VringPackedDesc* table, uint32_t index) {
-  VringPackedDesc d;
-  std::memcpy(&d, &table[index], sizeof(d));
-  asm volatile("" ::: "memory");
-  return d;
-}
-
-inline bool available_with(uint16_t flags, bool wrap) {
-  return ((flags & kVringPackedDescFAvail) != 0) == wrap &&
-         ((flags & kVringPackedDescFUsed) != 0) != wrap;
-}
-
-}  // namespace
-
 ChainError PackedChainReader::read(PackedPos at, ChainAccess access, IoVecList& out,
                                    PackedChain* chain, uint32_t* visited) const {
   const uint32_t bound = ring_size_ < IoVecList::kCapacity ? ring_size_ : IoVecList::kCapacity;
@@ -37,7 +20,7 @@ ChainError PackedChainReader::read(PackedPos at, ChainAccess access, IoVecList& 
     const VringPackedDesc d = load_desc(ring_, pos.slot);
     // The head was found available by the caller (and its flags read with acquire); every
     // further descriptor must be available in its own lap as well.
-    if (chain->descs > 0 && !available_with(d.flags, pos.wrap)) {
+    if (chain->descs > 0 && !packed_desc_available(d.flags, pos.wrap)) {
       error = ChainError::kNotAvailable;
       break;
     }

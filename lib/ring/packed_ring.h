@@ -47,6 +47,13 @@ struct PackedPos {
   bool operator==(const PackedPos&) const = default;
 };
 
+// Whether descriptor flags mark it available in the lap of wrap counter `wrap`: AVAIL equal to the
+// counter, USED not (a used descriptor has both equal).
+inline bool packed_desc_available(uint16_t flags, bool wrap) {
+  return ((flags & kVringPackedDescFAvail) != 0) == wrap &&
+         ((flags & kVringPackedDescFUsed) != 0) != wrap;
+}
+
 // One chain the driver made available, as read from the ring.
 struct PackedChain {
   uint16_t id = 0;     // the buffer id (in the chain's last ring descriptor)
@@ -112,9 +119,8 @@ class PackedRing {
   // Whether the driver made the descriptor at `at` available (its AVAIL flag equals the wrap
   // counter of `at`, its USED flag does not). Reads after a true answer are ordered after it.
   bool available(PackedPos at) const {
-    const uint16_t flags = __atomic_load_n(&addrs_.desc[at.slot].flags, __ATOMIC_ACQUIRE);
-    return ((flags & kVringPackedDescFAvail) != 0) == at.wrap &&
-           ((flags & kVringPackedDescFUsed) != 0) != at.wrap;
+    return packed_desc_available(__atomic_load_n(&addrs_.desc[at.slot].flags, __ATOMIC_ACQUIRE),
+                                 at.wrap);
   }
   // Consumes `descs` slots from the next available position on.
   void consume(uint32_t descs) { avail_ = avail_.advanced(descs, addrs_.size); }

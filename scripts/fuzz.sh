@@ -13,7 +13,7 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-readonly kHarnesses=(desc_chain_fuzz datapath_fuzz offload_fuzz config_fuzz vhost_message_fuzz)
+readonly kHarnesses=(desc_chain_fuzz packed_ring_fuzz datapath_fuzz offload_fuzz config_fuzz vhost_message_fuzz)
 
 # The smoke run's limit of a harness: 400,000 executions; vhost_message_fuzz, a connection served
 # by librte_vhost's thread per input (~500 a second), 60 s. CI runs it on every change (the

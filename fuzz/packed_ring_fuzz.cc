@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Packed virtqueues from the device's side over a descriptor ring of the fuzzer's bytes, which the
+// "driver" keeps rewriting between steps: chains found available are read in either direction,
+// consumed and marked used, notifications decided both ways. Invariants: every buffer handed out
+// lies inside one guest region; no chain takes more descriptors than its bound nor fewer than
+// one; positions stay inside the ring; the device writes only the descriptor ring and its own
+// event area (each flush against a guard page).
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "guarded_memory.h"
+#include "ring/packed_ring.h"
+
+using namespace vqs;
+using vqs::fuzz::GuardedMemory;
+
+namespace {
+
+// Descriptors whose id has bit 15 set point into region `region` (the rest keep the fuzzer's
+// address, mostly outside guest memory), so that chains reach real buffers and indirect tables.
+void relocate_packed(uint8_t* ring, uint32_t count, const GuardedMemory& memory, size_t region) {
+  for (uint32_t i = 0; i < count; ++i) {
+    VringPackedDesc d;
+    std::memcpy(&d, ring + 16ull * i, sizeof(d));
+    if (!(d.id & 0x8000)) continue;
+    d.addr = memory.gpa(region) + d.addr % memory.size(region);
+    std::memcpy(ring + 16ull * i, &d, sizeof(d));
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  const uint16_t ring_size = in.ConsumeIntegralInRange<uint16_t>(1, 1024);  // any size
+  const bool indirect = in.ConsumeBool();
+  const bool event_idx = in.ConsumeBool();
+  const uint16_t avail_base = in.ConsumeIntegral<uint16_t>();
+  const uint16_t used_base = in.ConsumeIntegral<uint16_t>();
+  // Region 0: the descriptor ring, flush against its end. Region 1: buffers and indirect tables.
+  // Region 2: the two event areas, ours flush against the end.
+  static GuardedMemory memory({16 << 10, 16 << 10, 4 << 10});
+  const uint64_t ring_bytes = 16ull * ring_size;
+  uint8_t* ring = memory.tail(0, ring_bytes);
+  std::memset(ring, 0, ring_bytes);
+  const std::vector<uint8_t> ring_init = in.ConsumeBytes<uint8_t>(ring_bytes);
+  if (!ring_init.empty()) std::memcpy(ring, ring_init.data(), ring_init.size());
+  relocate_packed(ring, ring_size, memory, 1);
+  std::memset(memory.host(1), 0, memory.size(1));
+  const std::vector<uint8_t> extra = in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, 4096));
+  if (!extra.empty()) std::memcpy(memory.host(1), extra.data(), extra.size());
+  auto* events = reinterpret_cast<VringPackedEvent*>(memory.tail(2, 2 * sizeof(VringPackedEvent)));
+  events[0] = {in.ConsumeIntegral<uint16_t>(), in.ConsumeIntegral<uint16_t>()};  // the driver's
+  events[1] = {};
+
+  PackedRing device;
+  const PackedRingAddrs addrs{reinterpret_cast<VringPackedDesc*>(ring), &events[0], &events[1],
+                              ring_size};
+  if (!device.attach(addrs, avail_base, used_base, event_idx)) {
+    VQS_FUZZ_CHECK((avail_base & 0x7fff) >= ring_size || (used_base & 0x7fff) >= ring_size);
+    return 0;
+  }
+  const PackedChainReader reader(addrs.desc, ring_size, &memory.table(), indirect);
+  const uint32_t bound = ring_size < IoVecList::kCapacity ? ring_size : IoVecList::kCapacity;
+  static IoVecList iov;
+  for (int step = 0; step < 64 && in.remaining_bytes() > 0; ++step) {
+    switch (in.ConsumeIntegralInRange(0, 4)) {
+      case 0:
+      case 1: {  // take the next chain, if the driver made one available
+        const PackedPos at = device.next_avail();
+        if (!device.available(at)) break;
+        iov.clear();
+        PackedChain chain;
+        uint32_t visited = 0;
+        const ChainAccess access =
+            in.ConsumeBool() ? ChainAccess::kDeviceWrites : ChainAccess::kDeviceReads;
+        reader.read(at, access, iov, &chain, &visited);
+        VQS_FUZZ_CHECK(visited <= bound);
+        VQS_FUZZ_CHECK(chain.descs >= 1 && chain.descs <= bound);
+        for (uint32_t k = 0; k < iov.count(); ++k)
+          VQS_FUZZ_CHECK(iov[k].len > 0 && memory.contains(iov[k].base, iov[k].len));
+        device.consume(chain.descs);
+        device.put_used(chain.id, in.ConsumeIntegral<uint32_t>(), chain.descs);
+        break;
+      }
+      case 2:
+        device.publish_used();
+        device.guest_wants_interrupt();
+        break;
+      case 3:
+        device.set_kicks_enabled(in.ConsumeBool());
+        break;
+      case 4: {  // the driver rewrites a descriptor (flags, chaining, address) or its event area
+        const uint16_t slot = in.ConsumeIntegralInRange<uint16_t>(0, ring_size - 1);
+        const std::vector<uint8_t> bytes = in.ConsumeBytes<uint8_t>(16);
+        if (!bytes.empty()) std::memcpy(ring + 16ull * slot, bytes.data(), bytes.size());
+        relocate_packed(ring + 16ull * slot, 1, memory, 1);
+        events[0].flags = in.ConsumeIntegral<uint16_t>();
+        events[0].off_wrap = in.ConsumeIntegral<uint16_t>();
+        break;
+      }
+    }
+    VQS_FUZZ_CHECK(device.next_avail().slot < ring_size && device.next_used().slot < ring_size);
+  }
+  device.publish_used();
+  return 0;
+}

@@ -14,7 +14,9 @@ readonly kPackages=(dpdk dpdk-dev libdpdk-dev libnuma-dev libyaml-cpp-dev nlohma
 readonly kSdkHeaders=(lib/ethdev/ethdev_driver.h lib/ethdev/ethdev_vdev.h
                       drivers/bus/vdev/bus_vdev_driver.h lib/eal/include/dev_driver.h
                       lib/eal/include/bus_driver.h)
-readonly kHugepagesMin=512  # 2 MiB pages: 1 GiB
+# 2 MiB pages: 2 GiB. The largest test needs ~0.8 GiB (a switch and four QEMU guests); the rest
+# is headroom for what a killed process left behind.
+readonly kHugepagesMin=1024
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 sdk_dir=${VQS_SDK_DIR:-/var/cache/vqswitch/dpdk-sdk}

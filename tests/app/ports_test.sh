@@ -39,7 +39,7 @@ ctl() { "$ctl" -s "$run/ctl.sock" "$@"; }
 
 cat >"$run/switch.yaml" <<YAML
 version: 1
-eal: {cores: "0-1", main_lcore: 0, memory_mb: 512, file_prefix: $tag-s,
+eal: {cores: "0-1", main_lcore: 0, memory_mb: 256, file_prefix: $tag-s,
       args: ["--no-pci", "--single-file-segments"]}
 control: {socket: $run/ctl.sock}
 stats_interval_s: 0
@@ -53,13 +53,15 @@ switch_pid=$!
 for _ in $(seq 100); do [ -S "$run/ctl.sock" ] && break; sleep 0.1; done
 [ -S "$run/ctl.sock" ] || { echo "FAIL: no control socket: $(tail -n 5 "$run/switch.log")"; exit 1; }
 
-# The two guests, driven through a FIFO (testpmd's prompt).
+# The two guests, driven through a FIFO (testpmd's prompt). testpmd's default pool is sized for
+# 32 ports (~360 MB of hugepages, whatever -m says): 8192 mbufs are plenty for two.
 mkfifo "$run/g.in"
-stdbuf -oL dpdk-testpmd -l 0,1 --main-lcore 1 --file-prefix "$tag-g" -m 512 --no-pci \
+stdbuf -oL dpdk-testpmd -l 0,1 --main-lcore 1 --file-prefix "$tag-g" -m 256 --no-pci \
   --single-file-segments \
   --vdev "net_virtio_user0,path=$run/vm0.sock,queue_size=256,mac=$mac0" \
   --vdev "net_virtio_user1,path=$run/vm1.sock,queue_size=256,mac=$mac1" --log-level "*:warning" \
   -- -i --forward-mode=mac --eth-peer="0,$mac1" --eth-peer="1,$mac0" --nb-cores=1 \
+  --total-num-mbufs=8192 \
   <"$run/g.in" >"$run/g.log" 2>&1 &
 exec 3>"$run/g.in"
 for _ in $(seq 100); do grep -aq "testpmd>" "$run/g.log" && break; sleep 0.1; done
@@ -70,10 +72,10 @@ sleep 2
 # drops what it sends as no_route, on x, and vm0 and vm1 see none of it. --stats-period keeps a
 # testpmd without a terminal forwarding (without it, it reads EOF from stdin and quits at once).
 guest_x() {
-  timeout -s INT "$1" dpdk-testpmd -l 0,1 --main-lcore 1 --file-prefix "$tag-gx" -m 512 --no-pci \
+  timeout -s INT "$1" dpdk-testpmd -l 0,1 --main-lcore 1 --file-prefix "$tag-gx" -m 128 --no-pci \
     --single-file-segments --vdev "net_virtio_user0,path=$run/x.sock,queue_size=256,mac=$macx" \
     --log-level "*:warning" -- --forward-mode=txonly --eth-peer="0,$macx" --nb-cores=1 \
-    --auto-start --stats-period 1 </dev/null >"$run/gx.log" 2>&1
+    --total-num-mbufs=4096 --auto-start --stats-period 1 </dev/null >"$run/gx.log" 2>&1
 }
 
 x_mapping="{name: x, type: vhost, socket: $run/x.sock}"

@@ -20,10 +20,7 @@ tap=vqsq$$
 net=10.$((RANDOM % 200 + 20)).$((RANDOM % 250)).0
 host=${net%.0}.1
 switch_pid=
-failures=0
-checks=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { checks=$((checks + 1)); echo "ok: $*"; }
+source "$src/scripts/guest/harness.sh"
 cleanup() {
   pkill -KILL -f -- "$run/" 2>/dev/null  # the QEMUs (their sockets and consoles are in $run)
   [ -n "$switch_pid" ] && kill -INT "$switch_pid" 2>/dev/null
@@ -39,7 +36,7 @@ command -v qemu-system-x86_64 >/dev/null || { echo "FAIL: qemu-system-x86 not in
 
 cat >"$run/switch.yaml" <<YAML
 version: 1
-eal: {cores: "0-1", main_lcore: 0, memory_mb: 512, file_prefix: $tag,
+eal: {cores: "0-1", main_lcore: 0, memory_mb: 256, file_prefix: $tag,
       args: ["--no-pci", "--single-file-segments"]}
 control: {socket: $run/ctl.sock}
 stats_interval_s: 0
@@ -59,8 +56,8 @@ qemu() {
   [ "$queues" -gt 1 ] && mq=",mq=on"
   local peers=$host
   [ "$n" -gt 2 ] && peers="$host,${net%.0}.$((n - 1))"
-  qemu-system-x86_64 -machine pc,accel=tcg,memory-backend=mem -cpu max -smp "$cpus" -m 256M \
-    -object memory-backend-file,id=mem,size=256M,mem-path=/dev/hugepages,share=on \
+  qemu-system-x86_64 -machine pc,accel=tcg,memory-backend=mem -cpu max -smp "$cpus" -m 128M \
+    -object memory-backend-file,id=mem,size=128M,mem-path=/dev/hugepages,share=on \
     -kernel "$guest_dir/vmlinuz" -initrd "$guest_dir/initramfs.gz" \
     -append "console=ttyS0 quiet panic=-1 vqs.ip=${net%.0}.$n/24 vqs.ping=$peers vqs.watch=$host" \
     -chardev "socket,id=chr0,path=$run/$name.sock,$chardev" \

@@ -27,10 +27,7 @@ net=10.$((RANDOM % 200 + 20)).$((RANDOM % 250)).0
 host=${net%.0}.1
 tcp_port=$((40000 + RANDOM % 10000))  # migration streams: this and the next three
 switch_pid=
-failures=0
-checks=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { checks=$((checks + 1)); echo "ok: $*"; }
+source "$src/scripts/guest/harness.sh"
 cleanup() {
   disown -a
   pkill -KILL -f -- "$run/" 2>/dev/null  # the QEMUs and pings (their files are in $run)
@@ -67,27 +64,12 @@ for _ in $(seq 100); do [ -S "$run/ctl.sock" ] && break; sleep 0.1; done
 [ -S "$run/ctl.sock" ] || { echo "FAIL: vqswitch did not start: $(tail -n 5 "$run/switch.log")"; exit 1; }
 ip addr add "$host/24" dev "$tap" && ip link set "$tap" up || { echo "FAIL: no tap $tap"; exit 1; }
 
-# One side of a guest's migration: $1 name (its QMP socket and files), $2 the port's socket, $3
-# last byte of the guest's address and MAC, $4 extra virtio-net-pci options, then extra QEMU
-# options (-incoming). Source and destination differ in nothing else, as QEMU requires.
+# Guest $3 (A or B: the last byte of its address and MAC) on port socket $2; see guest_qemu.
 qemu() {
   local name=$1 sock=$2 n=$3 device_opts=$4
   shift 4
-  qemu-system-x86_64 -machine pc,accel=tcg,memory-backend=mem -cpu max -m 128M \
-    -object memory-backend-file,id=mem,size=128M,mem-path=/dev/hugepages,share=on \
-    -kernel "$guest_dir/vmlinuz" -initrd "$guest_dir/initramfs.gz" \
-    -append "console=ttyS0 quiet panic=-1 ipv6.disable=1 vqs.ip=${net%.0}.$n/24 vqs.ping=$host" \
-    -chardev "socket,id=chr0,path=$run/$sock.sock,reconnect=1" \
-    -netdev "vhost-user,id=net0,chardev=chr0" \
-    -device "virtio-net-pci,netdev=net0,mac=52:54:00:00:01:0$n,vectors=0,rx_queue_size=1024,tx_queue_size=1024$device_opts" \
-    -qmp "unix:$run/$name.qmp,server=on,wait=off" \
-    -display none -serial "file:$run/$name.console" -no-reboot "$@" >"$run/$name.qemu.log" 2>&1 &
-  disown  # killed on purpose later: no job notice
+  guest_qemu "$name" "$run/$sock.sock" "${net%.0}.$n/24" "$host" "52:54:00:00:01:0$n" "$device_opts" "$@"
 }
-# A QMP command to QEMU $1: $2 the command, $3 its arguments (JSON); prints the "return" value.
-qmp() { local name=$1; shift; "$src/scripts/guest/qmp.py" "$run/$name.qmp" "$@"; }
-# A field of a QMP reply ($1, JSON) by its path ($2, e.g. status).
-field() { python3 -c 'import json, sys; print(json.loads(sys.argv[1]).get(sys.argv[2], ""))' "$1" "$2"; }
 
 # Migrates each "FROM:TO:PORT" at once and waits; then checks each completed and that vqswitch
 # logged dirty pages on the source port. Sets done_at[FROM] (ns) for each.
@@ -235,9 +217,7 @@ pkill -KILL -f -- "$run/a0.qmp" ; pkill -KILL -f -- "$run/b0.qmp"
 qemu a2 a0 2 "" -incoming "tcp:127.0.0.1:$((tcp_port + 2))"
 qemu b2 b0 3 ",guest_announce=off" -incoming "tcp:127.0.0.1:$((tcp_port + 3))"
 sleep 1
-for n in 2 3; do
-  ping -f -l 64 -s 1000 -p a55aa55a0ff0 -w 60 "${net%.0}.$n" >"$run/flow$n.out" 2>&1 &
-done
+for n in 2 3; do flood "${net%.0}.$n" "$run/flow$n.out"; done
 sleep 1
 migrate a1:a2:"$((tcp_port + 2))" b1:b2:"$((tcp_port + 3))"
 fdb_wait b1 52:54:00:00:01:02=a0 52:54:00:00:01:03=b0 && ok "the bridge has both MACs back on a0 and b0" ||
@@ -246,20 +226,10 @@ check_states a1:a2 b1:b2
 answers 2 a1 "(a ping flood running)"
 answers 3 b1 "(a ping flood running)"
 sleep 1
-pkill -INT -f -- "-p a55aa55a0ff0" 2>/dev/null
-sleep 0.5
+flood_stop
 for n in 2 3; do
-  if grep -q "wrong data\|corrupted" "$run/flow$n.out"; then
-    fail "${net%.0}.$n: replies with corrupted data: $(grep -m 3 "wrong data\|corrupted" "$run/flow$n.out")"
-  elif grep -q "duplicates" "$run/flow$n.out"; then
-    # A request answered twice: a receive entry the guest saw again after the move.
-    fail "${net%.0}.$n: duplicate replies: $(grep -a "packets transmitted" "$run/flow$n.out")"
-  elif grep -q " [1-9][0-9]* received" "$run/flow$n.out"; then
-    ok "${net%.0}.$n: the flow's replies carried the pattern intact, none twice ($(grep -a "packets transmitted" "$run/flow$n.out"))"
-    echo "migration: ${net%.0}.$n flow: $(grep -a "packets transmitted" "$run/flow$n.out")" >>"$run/summary.txt"
-  else
-    fail "${net%.0}.$n: the flow got no reply: $(tail -n 3 "$run/flow$n.out")"
-  fi
+  flood_verdict "$run/flow$n.out" "${net%.0}.$n"
+  echo "migration: ${net%.0}.$n flood: $(grep -a "packets transmitted" "$run/flow$n.out")" >>"$run/summary.txt"
 done
 cat "$run/summary.txt" 2>/dev/null
 

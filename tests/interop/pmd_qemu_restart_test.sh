@@ -17,10 +17,7 @@ host=${net%.0}.1
 guest=${net%.0}.2
 cp "$plugin" "$run/librte_net_vqs.so"
 testpmd_pid=
-failures=0
-checks=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { checks=$((checks + 1)); echo "ok: $*"; }
+source "$src/scripts/guest/harness.sh"
 cleanup() {
   pkill -KILL -f -- "$run/g0" 2>/dev/null  # QEMU (its socket and console are in $run)
   [ -n "$testpmd_pid" ] && kill -INT "$testpmd_pid" 2>/dev/null
@@ -39,7 +36,7 @@ host_env=()
 # testpmd: net_vqs (port 0, the guest's socket) and net_tap (port 1) forwarded to each other on
 # lcore 1; the tap's host end gets a fixed MAC and the host's address.
 start_testpmd() {
-  "${host_env[@]}" dpdk-testpmd -l 0,1 --main-lcore 0 --file-prefix "$tag" -m 512 --no-pci \
+  "${host_env[@]}" dpdk-testpmd -l 0,1 --main-lcore 0 --file-prefix "$tag" -m 256 --no-pci \
     --single-file-segments -d "$run/librte_net_vqs.so" --vdev "net_vqs0,iface=$run/g0.sock" \
     --vdev "net_tap0,iface=$tap" --log-level "*:notice" -- --forward-mode=io --nb-cores=1 \
     --auto-start --stats-period 1 </dev/null >>"$run/testpmd.log" 2>&1 &
@@ -50,8 +47,8 @@ start_testpmd() {
 }
 start_testpmd
 
-qemu-system-x86_64 -machine pc,accel=tcg,memory-backend=mem -cpu max -smp 1 -m 256M \
-  -object memory-backend-file,id=mem,size=256M,mem-path=/dev/hugepages,share=on \
+qemu-system-x86_64 -machine pc,accel=tcg,memory-backend=mem -cpu max -smp 1 -m 128M \
+  -object memory-backend-file,id=mem,size=128M,mem-path=/dev/hugepages,share=on \
   -kernel "$guest_dir/vmlinuz" -initrd "$guest_dir/initramfs.gz" \
   -append "console=ttyS0 quiet panic=-1 vqs.ip=$guest/24 vqs.ping=$host" \
   -chardev "socket,id=chr0,path=$run/g0.sock,reconnect=1" \

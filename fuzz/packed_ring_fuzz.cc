@@ -50,7 +50,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!ring_init.empty()) std::memcpy(ring, ring_init.data(), ring_init.size());
   relocate_packed(ring, ring_size, memory, 1);
   std::memset(memory.host(1), 0, memory.size(1));
-  const std::vector<uint8_t> extra = in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, 4096));
+  const std::vector<uint8_t> extra =
+      in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, 4096));
   if (!extra.empty()) std::memcpy(memory.host(1), extra.data(), extra.size());
   auto* events = reinterpret_cast<VringPackedEvent*>(memory.tail(2, 2 * sizeof(VringPackedEvent)));
   events[0] = {in.ConsumeIntegral<uint16_t>(), in.ConsumeIntegral<uint16_t>()};  // the driver's

@@ -4,6 +4,7 @@
 // Checks: no crash or hang (each connection ends within 2 s), then link down, every gate closed,
 // no fd or memfd mapping left. See docs/security.md, "Fuzzing".
 #include <dirent.h>
+#include <fcntl.h>
 #include <fuzzer/FuzzedDataProvider.h>
 #include <rte_eal.h>
 #include <rte_log.h>
@@ -316,8 +317,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           break;
         case 13: {  // SET_LOG_BASE: a memfd log of the fuzzer's size, size and offset
           const uint64_t file_size = in.ConsumeIntegralInRange<uint64_t>(0, 64 << 10);
-          const int fd = memfd_create("vqs-fuzz-log", MFD_CLOEXEC);
+          const int fd = memfd_create("vqs-fuzz-log", MFD_CLOEXEC | MFD_ALLOW_SEALING);
           if (fd < 0 || ftruncate(fd, static_cast<off_t>(file_size)) != 0) std::abort();
+          if (in.ConsumeProbability<float>() < 0.8f &&  // sealed as QEMU does, mostly
+              fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)
+            std::abort();
           const bool fits = in.ConsumeProbability<float>() < 0.7f;
           const uint64_t log[2] = {fits ? file_size : in.ConsumeIntegral<uint64_t>(),
                                    fits ? 0 : in.ConsumeIntegral<uint64_t>()};

@@ -227,6 +227,15 @@ TEST_CASE("packed: hostile drivers") {
     CHECK(f.next(ChainAccess::kDeviceReads, &chain) == ChainError::kNotAvailable);
     CHECK(chain.descs == 1);  // the head is given back alone
   }
+  SECTION("a chain refused part way goes back whole, with its id") {
+    const uint16_t id = f.driver.post({{buf, 64, false}, {~0ull - 8, 64, false}, {buf, 64, false}});
+    const uint16_t next = f.driver.post({{buf, 64, false}});
+    CHECK(f.next(ChainAccess::kDeviceReads, &chain) == ChainError::kBadAddress);
+    CHECK(chain.descs == 3);
+    CHECK(chain.id == id);
+    CHECK(f.next(ChainAccess::kDeviceReads, &chain) == ChainError::kNone);
+    CHECK(chain.id == next);
+  }
   SECTION("a chain longer than the ring") {
     for (uint16_t s = 0; s < 8; ++s) {
       VringPackedDesc& d = f.driver.desc(s);
@@ -345,6 +354,13 @@ TEST_CASE("packed: our event area tells the driver when to kick") {
   idx.ring.set_kicks_enabled(true);
   CHECK(idx.driver.device_event().flags == kVringPackedEventFDesc);
   CHECK(idx.driver.device_event().off_wrap == PackedPos{1, false}.base());
+  // A burst while kicks stay wanted moves the offset on with us.
+  PackedChain chain;
+  idx.driver.post({{buf, 8, false}});
+  idx.next(ChainAccess::kDeviceReads, &chain);
+  idx.ring.put_used(chain.id, 0, chain.descs);
+  idx.ring.publish_used();
+  CHECK(idx.driver.device_event().off_wrap == PackedPos{2, false}.base());
 }
 
 TEST_CASE("packed: used entries and our event area are reported to the dirty log") {

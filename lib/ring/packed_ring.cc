@@ -11,6 +11,7 @@ ChainError PackedChainReader::read(PackedPos at, ChainAccess access, IoVecList& 
   PackedPos pos = at;
   ChainError error = ChainError::kNone;
   chain->descs = 0;
+  uint16_t last_flags = 0;
   for (;;) {
     if (budget == 0) {
       error = ChainError::kTooLong;
@@ -18,6 +19,7 @@ ChainError PackedChainReader::read(PackedPos at, ChainAccess access, IoVecList& 
     }
     --budget;
     const VringPackedDesc d = load_desc(ring_, pos.slot);
+    last_flags = d.flags;
     // The head was found available by the caller (and its flags read with acquire); every
     // further descriptor must be available in its own lap as well.
     if (chain->descs > 0 && !packed_desc_available(d.flags, pos.wrap)) {
@@ -42,6 +44,19 @@ ChainError PackedChainReader::read(PackedPos at, ChainAccess access, IoVecList& 
   }
   if (visited != nullptr) *visited += bound - budget;
   if (chain->descs == 0) chain->descs = 1;
+  // A chain refused part way goes back whole: its remaining descriptors (those still chained and
+  // available) are skipped, never taken for the head of another chain. Only their flags and ids
+  // are read, at most the ring's size in all.
+  if (error != ChainError::kNone && error != ChainError::kNotAvailable) {
+    while ((last_flags & kVringDescFNext) && chain->descs < ring_size_) {
+      pos = pos.advanced(1, ring_size_);
+      const VringPackedDesc d = load_desc(ring_, pos.slot);
+      if (!packed_desc_available(d.flags, pos.wrap)) break;
+      ++chain->descs;
+      chain->id = d.id;
+      last_flags = d.flags;
+    }
+  }
   return error;
 }
 
@@ -91,6 +106,7 @@ void PackedRing::flush_shadow() {
   // fence, so that the whole batch becomes visible at once.
   VringPackedDesc* first = &addrs_.desc[used_.slot];
   const uint16_t first_flags = used_.wrap ? (kVringPackedDescFAvail | kVringPackedDescFUsed) : 0;
+  const PackedPos start = used_;
   for (uint16_t i = 0; i < shadow_count_; ++i) {
     const Shadow& e = shadow_[i];
     VringPackedDesc* d = &addrs_.desc[used_.slot];
@@ -98,11 +114,21 @@ void PackedRing::flush_shadow() {
     d->id = e.id;
     d->len = e.len;
     if (i > 0) d->flags = flags;
-    if (log_ != nullptr) log_write(d, sizeof(*d));
     used_ = used_.advanced(e.descs, addrs_.size);
   }
   __atomic_store_n(&first->flags, first_flags, __ATOMIC_RELEASE);
+  if (log_ != nullptr) {
+    // After the writes: a page marked before its last write could be copied (and its mark
+    // cleared) in between, and the copy would lack it.
+    PackedPos at = start;
+    for (uint16_t i = 0; i < shadow_count_; ++i) {
+      log_write(&addrs_.desc[at.slot], sizeof(VringPackedDesc));
+      at = at.advanced(shadow_[i].descs, addrs_.size);
+    }
+  }
   shadow_count_ = 0;
+  // With EVENT_IDX and kicks wanted, the offset we asked the driver to kick at moves on with us.
+  if (kicks_enabled_ && event_idx_) write_kick_offset();
 }
 
 bool PackedRing::guest_wants_interrupt() {
@@ -136,12 +162,13 @@ void PackedRing::set_kicks_enabled(bool enabled) {
   kicks_enabled_ = enabled;
   VringPackedEvent* ev = addrs_.device_event;
   if (enabled && event_idx_) {
-    // Kick once the descriptor at our next available position is made available.
-    __atomic_store_n(&ev->off_wrap, avail_.base(), __ATOMIC_RELAXED);
-    __atomic_store_n(&ev->flags, kVringPackedEventFDesc, __ATOMIC_RELAXED);
+    // Kick once the descriptor at our next available position is made available: the offset
+    // first, so that a driver that sees DESC sees it.
+    write_kick_offset();
+    __atomic_store_n(&ev->flags, kVringPackedEventFDesc, __ATOMIC_RELEASE);
   } else {
     __atomic_store_n(&ev->flags, enabled ? kVringPackedEventFEnable : kVringPackedEventFDisable,
-                     __ATOMIC_RELAXED);
+                     __ATOMIC_RELEASE);
   }
   if (log_ != nullptr) log_write(ev, sizeof(*ev));
   __atomic_thread_fence(__ATOMIC_SEQ_CST);

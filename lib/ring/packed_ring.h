@@ -150,6 +150,10 @@ class PackedRing {
   static constexpr uint16_t kShadowSize = 64;
 
   void flush_shadow();
+  void write_kick_offset() {
+    __atomic_store_n(&addrs_.device_event->off_wrap, avail_.base(), __ATOMIC_RELAXED);
+    if (log_ != nullptr) log_write(addrs_.device_event, sizeof(VringPackedEvent));
+  }
   void log_write(const void* host, uint64_t len) const {
     uint64_t gpa = 0;
     if (log_memory_->guest_phys_of(static_cast<const uint8_t*>(host), &gpa))

@@ -23,14 +23,19 @@ BurstResult VhostDevice::receive_burst(uint16_t queue, rte_mempool* pool, rte_mb
     std::memcpy(mac.addr_bytes, &pending, RTE_ETHER_ADDR_LEN);  // little-endian: low bytes first
     rte_mbuf* rarp = rte_net_make_rarp_packet(pool, &mac);
     if (rarp == nullptr) {
+      // Tried again next burst, unless a newer request came meanwhile.
       rarps_failed_.fetch_add(1, std::memory_order_relaxed);
+      uint64_t none = 0;
+      v.pending_rarp.compare_exchange_strong(none, pending, std::memory_order_relaxed);
     } else {
       rarps_sent_.fetch_add(1, std::memory_order_relaxed);
+      const uint32_t len = rte_pktmbuf_pkt_len(rarp);
+      v.queue.stats().count_packet(len, rte_pktmbuf_mtod(rarp, const uint8_t*));
       pkts[0] = rarp;
       BurstResult r = dequeue_burst(v.queue, pool, pkts + 1, static_cast<uint16_t>(max_packets - 1),
-                                    max_bytes, v.lending);
+                                    max_bytes > len ? max_bytes - len : 1, v.lending);
       ++r.packets;
-      r.bytes += rte_pktmbuf_pkt_len(rarp);
+      r.bytes += len;
       return r;
     }
   }

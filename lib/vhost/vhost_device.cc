@@ -5,7 +5,6 @@
 
 #include <rte_cycles.h>
 #include <rte_vhost.h>
-#include <sys/eventfd.h>
 
 #include <cinttypes>
 #include <cstdlib>
@@ -231,7 +230,7 @@ void VhostDevice::request_rarp(const uint8_t mac[6]) {
     // A guest that has just arrived is often silent: wake an owner sleeping on the vring's kicks
     // so that the RARP goes now (a vring not started yet is woken when it starts).
     std::lock_guard lock(mutex_);
-    if (v.kickfd >= 0) (void)eventfd_write(v.kickfd, 1);
+    if (v.kickfd >= 0) kick_without_blocking(v.kickfd);
   }
   VQS_LOG(INFO, "%s: RARP requested for %02x:%02x:%02x:%02x:%02x:%02x", path().c_str(), mac[0],
           mac[1], mac[2], mac[3], mac[4], mac[5]);

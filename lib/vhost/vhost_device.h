@@ -166,7 +166,8 @@ class VhostDevice {
   // frontend asks us (SEND_RARP) to send a RARP from its MAC so that switches learn where it is
   // now. Control plane; the next receive burst of queue 0 puts it first (see receive_burst).
   void request_rarp(const uint8_t mac[6]);
-  // RARPs put into receive bursts, and those lost to an empty mbuf pool.
+  // RARPs put into receive bursts, and attempts that found the mbuf pool empty (each tried
+  // again at the next burst).
   uint64_t rarps_sent() const { return rarps_sent_.load(std::memory_order_relaxed); }
   uint64_t rarps_failed() const { return rarps_failed_.load(std::memory_order_relaxed); }
   // vhost-user requests refused as outside what we negotiate (served_request).
@@ -224,6 +225,8 @@ class VhostDevice {
   // registration of every region).
   bool load_memory_locked(bool force);
   void watch_kickfd_locked(Vring& v, bool watch);
+  // Wakes whoever sleeps on a guest's kickfd (the vring's owner), without ever blocking.
+  static void kick_without_blocking(int kickfd);
   // With zero-copy: the tracker's completion eventfd in the owner's epoll fd as well.
   void watch_completions_locked(Vring& v, bool watch);
 

@@ -10,6 +10,13 @@
 
 namespace vqs {
 
+void VhostDevice::kick_without_blocking(int kickfd) {
+  // The fd's flags are the frontend's: a blocking eventfd whose counter it filled would hold
+  // this thread in write(). Only write when it can take the count at once.
+  pollfd p{kickfd, POLLOUT, 0};
+  if (poll(&p, 1, 0) == 1 && (p.revents & POLLOUT)) (void)eventfd_write(kickfd, 1);
+}
+
 void VhostDevice::watch_kickfd_locked(Vring& v, bool watch) {
   if (v.waiter_epfd < 0 || v.kickfd < 0) return;
   epoll_event ev{};
@@ -18,7 +25,7 @@ void VhostDevice::watch_kickfd_locked(Vring& v, bool watch) {
   epoll_ctl(v.waiter_epfd, watch ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, v.kickfd, &ev);
   // The sleeper polls once on waking: a guest that arrived or left is a reason to look.
   if (!watch) return;
-  eventfd_write(v.kickfd, 1);
+  kick_without_blocking(v.kickfd);
 }
 
 void VhostDevice::watch_completions_locked(Vring& v, bool watch) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "vhost/vhost_message.h"
 
+#include <fcntl.h>
 #include <rte_version.h>
 #include <unistd.h>
 
@@ -93,8 +94,9 @@ bool mem_table_fits_files(const std::string& path, void* msg) {
 }
 
 // Refuses a SET_LOG_BASE whose log is not all inside its file (marking past the end would raise
-// SIGBUS) or sits at an offset. librte_vhost 22.11 maps the log from that offset but marks from
-// its mapping plus the offset again, past the mapping's end; QEMU always sends 0.
+// SIGBUS), whose file could still shrink under it (the same, later: QEMU seals its log memfd
+// against shrinking), or that sits at an offset: librte_vhost 22.11 maps the log from that offset
+// but marks from its mapping plus the offset again, past the mapping's end; QEMU always sends 0.
 bool log_fits_file(const std::string& path, void* msg) {
   auto* bytes = static_cast<uint8_t*>(msg);
   uint32_t size = 0;
@@ -112,6 +114,8 @@ bool log_fits_file(const std::string& path, void* msg) {
     why = "it is at offset " + std::to_string(log_offset);
   else if (!region_fits_file(fd, 0, log_size, &why))
     why = "the log: " + why;
+  else if (const int seals = fcntl(fd, F_GET_SEALS); seals < 0 || !(seals & F_SEAL_SHRINK))
+    why = "its file is not sealed against shrinking (F_SEAL_SHRINK)";
   if (why.empty()) return true;
   VQS_LOG(ERR, "%s: dirty log refused: %s", path.c_str(), why.c_str());
   close_message_fds(msg);

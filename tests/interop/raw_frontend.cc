@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "raw_frontend.h"
 
+#include <fcntl.h>
+
 #include <dirent.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -296,9 +298,11 @@ void RawGuest::set_logging(bool on) {
   }
 }
 
-Memfd::Memfd(uint64_t file_size) : fd(memfd_create("test", MFD_CLOEXEC)) {
+Memfd::Memfd(uint64_t file_size, bool sealed)
+    : fd(memfd_create("test", MFD_CLOEXEC | (sealed ? MFD_ALLOW_SEALING : 0))) {
   REQUIRE(fd >= 0);
   REQUIRE(ftruncate(fd, static_cast<off_t>(file_size)) == 0);
+  if (sealed) REQUIRE(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0);
 }
 
 Memfd::~Memfd() { close(fd); }

@@ -128,9 +128,10 @@ class RawGuest {
   uint16_t rx_avail_ = 0;
 };
 
-// A memfd of `file_size` bytes, closed when it goes.
+// A memfd of `file_size` bytes, closed when it goes; `sealed`: it cannot shrink or grow any more
+// (as QEMU seals its dirty log).
 struct Memfd {
-  explicit Memfd(uint64_t file_size);
+  explicit Memfd(uint64_t file_size, bool sealed = false);
   ~Memfd();
   Memfd(const Memfd&) = delete;
   Memfd& operator=(const Memfd&) = delete;

@@ -53,7 +53,7 @@ constexpr PortCounter kPortCounters[] = {
     // A second frontend tried the port while one was connected.
     {"refused_frontends", [](const VhostDevice& d) { return d.refused_frontends(); }},
     // After a live migration, RARPs sent for the guest at its frontend's request (SEND_RARP),
-    // and those lost to an empty mbuf pool.
+    // and attempts that found the mbuf pool empty (tried again at the next burst).
     {"rarps_sent", [](const VhostDevice& d) { return d.rarps_sent(); }},
     {"rarps_failed", [](const VhostDevice& d) { return d.rarps_failed(); }},
 };

@@ -2,6 +2,7 @@
 // Live migration as a frontend drives it, through our raw client against net_vqs in this
 // process: the dirty log (SET_LOG_BASE, VHOST_F_LOG_ALL) and SEND_RARP. QEMU itself migrates
 // Linux guests in the qemu_migration test.
+#include <rte_cycles.h>
 #include <rte_ether.h>
 #include <sys/mman.h>
 
@@ -40,6 +41,13 @@ struct SharedLog {
   Memfd file;
   uint8_t* bits = nullptr;
 };
+
+// Whether `port`'s xstat `name` is `want` within a second (the frontend's messages are handled on
+// librte_vhost's thread, after the test sent them).
+bool xstat_becomes(uint16_t port, const char* name, uint64_t want) {
+  for (int i = 0; i < 1000 && xstat(port, name) != want; ++i) rte_delay_ms(1);
+  return xstat(port, name) == want;
+}
 
 // The guest sends `count` packets and the port receives them: the device writes the TX used ring.
 void pass_packets(RawGuest& guest, uint16_t port, uint16_t count) {
@@ -84,8 +92,10 @@ TEST_CASE("dirty log: bad logs refused; with logging on the used ring's page is 
   pass_packets(guest, host.port(), 8);
   CHECK(log.marked_pages() == 0);
 
+  CHECK(xstat(host.port(), "migrating") == 0);
   guest.set_logging(true);
   REQUIRE(wait_link(host.port(), true));
+  CHECK(xstat_becomes(host.port(), "migrating", 1));
   pass_packets(guest, host.port(), 8);
   CHECK(log.page_marked(guest.used_ring_gpa(1)));
   // Only what we wrote: the TX used ring (the device does not write what the guest sends), and
@@ -106,6 +116,7 @@ TEST_CASE("dirty log: bad logs refused; with logging on the used ring's page is 
 
   guest.set_logging(false);
   REQUIRE(wait_link(host.port(), true));
+  CHECK(xstat_becomes(host.port(), "migrating", 0));
   log.clear();
   pass_packets(guest, host.port(), 8);
   guest.post_rx(8);

@@ -56,6 +56,9 @@ constexpr PortCounter kPortCounters[] = {
     // and attempts that found the mbuf pool empty (tried again at the next burst).
     {"rarps_sent", [](const VhostDevice& d) { return d.rarps_sent(); }},
     {"rarps_failed", [](const VhostDevice& d) { return d.rarps_failed(); }},
+    // A gauge: 1 while a live migration copies the guest's memory (its frontend logs dirty pages
+    // and the device runs), as vqswitch's `show` marks a port migrating.
+    {"migrating", [](const VhostDevice& d) { return uint64_t{d.link_up() && d.dirty_logging()}; }},
 };
 
 // Calls fn(name, value) for every port-level xstat, then fn(direction, ethdev queue, counter

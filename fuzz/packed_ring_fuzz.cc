@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "guarded_memory.h"
+#include "ring/packed_batch.h"
 #include "ring/packed_ring.h"
 
 using namespace vqs;
@@ -64,27 +65,38 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     VQS_FUZZ_CHECK((avail_base & 0x7fff) >= ring_size || (used_base & 0x7fff) >= ring_size);
     return 0;
   }
-  const PackedChainReader reader(addrs.desc, ring_size, &memory.table(), indirect);
+  static PackedBatch batch;
+  batch.bind(&memory.table(), indirect);
   const uint32_t bound = ring_size < IoVecList::kCapacity ? ring_size : IoVecList::kCapacity;
   static IoVecList iov;
   for (int step = 0; step < 64 && in.remaining_bytes() > 0; ++step) {
     switch (in.ConsumeIntegralInRange(0, 4)) {
       case 0:
-      case 1: {  // take the next chain, if the driver made one available
-        const PackedPos at = device.next_avail();
-        if (!device.available(at)) break;
-        iov.clear();
-        PackedChain chain;
-        uint32_t visited = 0;
+      case 1: {  // a burst: copy up to n chains, read them, take some, mark them used
+        batch.begin(device);
+        const uint16_t n = batch.fill(in.ConsumeIntegralInRange<uint16_t>(1, 300));
+        VQS_FUZZ_CHECK(n <= PackedBatch::kMaxChains && batch.slots(n) <= ring_size);
         const ChainAccess access =
             in.ConsumeBool() ? ChainAccess::kDeviceWrites : ChainAccess::kDeviceReads;
-        reader.read(at, access, iov, &chain, &visited);
-        VQS_FUZZ_CHECK(visited <= bound);
-        VQS_FUZZ_CHECK(chain.descs >= 1 && chain.descs <= bound);
-        for (uint32_t k = 0; k < iov.count(); ++k)
-          VQS_FUZZ_CHECK(iov[k].len > 0 && memory.contains(iov[k].base, iov[k].len));
-        device.consume(chain.descs);
-        device.put_used(chain.id, in.ConsumeIntegral<uint32_t>(), chain.descs);
+        for (uint16_t i = 0; i < n; ++i) {
+          const PackedBatch::Chain& chain = batch.chain(i);
+          VQS_FUZZ_CHECK(chain.descs >= 1 && chain.descs <= ring_size);
+          VQS_FUZZ_CHECK(chain.copied <= chain.descs && chain.copied <= bound);
+          iov.clear();
+          uint32_t visited = 0;
+          batch.read(i, access, iov, &visited);
+          VQS_FUZZ_CHECK(visited <= bound);
+          for (uint32_t k = 0; k < iov.count(); ++k)
+            VQS_FUZZ_CHECK(iov[k].len > 0 && memory.contains(iov[k].base, iov[k].len));
+          uint32_t len = 0;
+          if (uint8_t* single = batch.single_buffer(i, access, &len))
+            VQS_FUZZ_CHECK(len > 0 && memory.contains(single, len));
+        }
+        const uint16_t taken = n == 0 ? 0 : in.ConsumeIntegralInRange<uint16_t>(0, n);
+        device.consume(batch.slots(taken));
+        for (uint16_t i = 0; i < taken; ++i)
+          device.put_used(batch.chain(i).id, in.ConsumeIntegral<uint32_t>(), batch.chain(i).descs);
+        VQS_FUZZ_CHECK(device.count_available(ring_size) <= ring_size);
         break;
       }
       case 2:

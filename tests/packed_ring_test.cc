@@ -4,6 +4,8 @@
 // in-place used entries, event suppression both ways, and what a hostile driver may write.
 #include "ring/packed_ring.h"
 
+#include "ring/packed_batch.h"
+
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <deque>
@@ -14,6 +16,7 @@
 
 using namespace vqs;
 using vqs::test::SimMemory;
+using PackedChain = PackedBatch::Chain;
 
 namespace {
 
@@ -123,20 +126,23 @@ struct Fixture {
   explicit Fixture(uint16_t size, bool event_idx = false, bool indirect = true)
       : memory({1 << 20, 1 << 20, 1 << 20}), driver(memory, size) {
     REQUIRE(ring.attach(driver.addrs(), 0x8000, 0x8000, event_idx));
-    reader = PackedChainReader(driver.addrs().desc, size, &memory.table(), indirect);
+    batch.bind(&memory.table(), indirect);
   }
   // Reads the next available chain (the test expects one).
   ChainError next(ChainAccess access, PackedChain* chain) {
     REQUIRE(ring.available(ring.next_avail()));
+    batch.begin(ring);
+    REQUIRE(batch.fill(1) == 1);
     iov.clear();
-    const ChainError e = reader.read(ring.next_avail(), access, iov, chain);
-    ring.consume(chain->descs);
+    const ChainError e = batch.read(0, access, iov);
+    *chain = batch.chain(0);
+    ring.consume(batch.slots(1));
     return e;
   }
   SimMemory memory;
   PackedDriver driver;
   PackedRing ring;
-  PackedChainReader reader;
+  PackedBatch batch;
   IoVecList iov;
 };
 
@@ -384,4 +390,84 @@ TEST_CASE("packed: used entries and our event area are reported to the dirty log
   REQUIRE(f.memory.table().guest_phys_of(reinterpret_cast<const uint8_t*>(&f.driver.device_event()),
                                          &event_gpa));
   CHECK(log.writes == std::set<std::pair<uint64_t, uint64_t>>{{desc_gpa, 16}, {event_gpa, 4}});
+}
+
+TEST_CASE("packed: a batch copies chains up to what is asked, available, and fits") {
+  Fixture f(16);
+  const uint64_t buf = f.memory.alloc(4096);
+  std::vector<uint16_t> ids;
+  for (uint32_t n : {1u, 3u, 2u, 1u}) {
+    std::vector<PackedDriver::Buffer> bufs;
+    for (uint32_t k = 0; k < n; ++k) bufs.push_back({buf + 64 * k, 64, false});
+    ids.push_back(f.driver.post(bufs));
+  }
+  f.batch.begin(f.ring);
+  CHECK(f.batch.fill(2) == 2);
+  CHECK(f.batch.slots(2) == 4);
+  CHECK(f.batch.fill(10) == 4);  // the rest, then no more is available
+  CHECK(f.batch.slots(4) == 7);
+  CHECK(f.ring.count_available(10) == 4);
+  CHECK(f.ring.count_available(3) == 3);
+  for (uint16_t i = 0; i < 4; ++i) {
+    f.iov.clear();
+    CHECK(f.batch.read(i, ChainAccess::kDeviceReads, f.iov) == ChainError::kNone);
+    CHECK(f.batch.chain(i).id == ids[i]);
+    CHECK(f.iov.total_len() == 64u * f.batch.chain(i).descs);
+  }
+  uint32_t len = 0;
+  CHECK(f.batch.single_buffer(0, ChainAccess::kDeviceReads, &len) != nullptr);
+  CHECK(len == 64);
+  CHECK(f.batch.single_buffer(0, ChainAccess::kDeviceWrites, &len) == nullptr);
+  CHECK(f.batch.single_buffer(1, ChainAccess::kDeviceReads, &len) == nullptr);  // three buffers
+  // Consuming the first two leaves the others for the next batch.
+  f.ring.consume(f.batch.slots(2));
+  CHECK(f.ring.count_available(10) == 2);
+  f.batch.begin(f.ring);
+  CHECK(f.batch.fill(10) == 2);
+  CHECK(f.batch.chain(0).id == ids[2]);
+}
+
+TEST_CASE("packed: the driver changing a descriptor after the copy changes nothing read") {
+  Fixture f(8);
+  const uint64_t buf = f.memory.alloc(4096);
+  f.driver.post({{buf, 64, false}});
+  f.batch.begin(f.ring);
+  REQUIRE(f.batch.fill(1) == 1);
+  f.driver.desc(0).addr = ~0ull - 8;  // after the copy: too late
+  f.driver.desc(0).len = 1 << 30;
+  f.iov.clear();
+  CHECK(f.batch.read(0, ChainAccess::kDeviceReads, f.iov) == ChainError::kNone);
+  CHECK(f.iov.total_len() == 64);
+}
+
+TEST_CASE("packed: a chain that does not fit a batch waits for the next one") {
+  Fixture f(2048);
+  const uint64_t buf = f.memory.alloc(4096);
+  f.driver.post({{buf, 64, false}});
+  std::vector<PackedDriver::Buffer> long_chain(PackedBatch::kMaxDescs, {buf, 8, false});
+  const uint16_t long_id = f.driver.post(long_chain);
+  f.batch.begin(f.ring);
+  CHECK(f.batch.fill(10) == 1);  // the long one does not fit after the first
+  f.ring.consume(f.batch.slots(1));
+  f.batch.begin(f.ring);
+  REQUIRE(f.batch.fill(10) == 1);  // alone it does (the bound is IoVecList's capacity)
+  CHECK(f.batch.chain(0).id == long_id);
+  CHECK(f.batch.chain(0).descs == PackedBatch::kMaxDescs);
+  f.iov.clear();
+  CHECK(f.batch.read(0, ChainAccess::kDeviceReads, f.iov) == ChainError::kNone);
+  CHECK(f.iov.total_len() == 8u * PackedBatch::kMaxDescs);
+}
+
+TEST_CASE("packed: a chain longer than the bound goes back whole") {
+  Fixture f(2048);
+  const uint64_t buf = f.memory.alloc(4096);
+  std::vector<PackedDriver::Buffer> too_long(PackedBatch::kMaxDescs + 5, {buf, 8, false});
+  const uint16_t id = f.driver.post(too_long);
+  const uint16_t next = f.driver.post({{buf, 64, false}});
+  PackedChain chain;
+  CHECK(f.next(ChainAccess::kDeviceReads, &chain) == ChainError::kTooLong);
+  CHECK(chain.descs == PackedBatch::kMaxDescs + 5);
+  CHECK(chain.id == id);
+  CHECK(f.next(ChainAccess::kDeviceReads, &chain) == ChainError::kNone);
+  CHECK(chain.id == next);
 }

@@ -1,82 +1,22 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "ring/packed_ring.h"
 
-#include <cstring>
-
 namespace vqs {
-ChainError PackedChainReader::read(PackedPos at, ChainAccess access, IoVecList& out,
-                                   PackedChain* chain, uint32_t* visited) const {
-  const uint32_t bound = ring_size_ < IoVecList::kCapacity ? ring_size_ : IoVecList::kCapacity;
-  uint32_t budget = bound;
-  PackedPos pos = at;
-  ChainError error = ChainError::kNone;
-  chain->descs = 0;
-  uint16_t last_flags = 0;
-  for (;;) {
-    if (budget == 0) {
-      error = ChainError::kTooLong;
-      break;
-    }
-    --budget;
-    const VringPackedDesc d = load_desc(ring_, pos.slot);
-    last_flags = d.flags;
-    // The head was found available by the caller (and its flags read with acquire); every
-    // further descriptor must be available in its own lap as well.
-    if (chain->descs > 0 && !packed_desc_available(d.flags, pos.wrap)) {
-      error = ChainError::kNotAvailable;
-      break;
-    }
-    ++chain->descs;
-    chain->id = d.id;
-    if (d.flags & kVringDescFIndirect) {
-      if (d.flags & kVringDescFNext) {
-        error = ChainError::kIndirectWithNext;
-      } else if (!indirect_negotiated_) {
-        error = ChainError::kIndirectNotNegotiated;
-      } else {
-        error = read_indirect(d, access, out, budget);
-      }
-      break;
-    }
-    error = append_buffer(*memory_, d.addr, d.len, d.flags & kVringDescFWrite, access, out);
-    if (error != ChainError::kNone || !(d.flags & kVringDescFNext)) break;
-    pos = pos.advanced(1, ring_size_);
-  }
-  if (visited != nullptr) *visited += bound - budget;
-  if (chain->descs == 0) chain->descs = 1;
-  // A chain refused part way goes back whole: its remaining descriptors (those still chained and
-  // available) are skipped, never taken for the head of another chain. Only their flags and ids
-  // are read, at most the ring's size in all.
-  if (error != ChainError::kNone && error != ChainError::kNotAvailable) {
-    while ((last_flags & kVringDescFNext) && chain->descs < ring_size_) {
-      pos = pos.advanced(1, ring_size_);
-      const VringPackedDesc d = load_desc(ring_, pos.slot);
-      if (!packed_desc_available(d.flags, pos.wrap)) break;
-      ++chain->descs;
-      chain->id = d.id;
-      last_flags = d.flags;
-    }
-  }
-  return error;
-}
 
-// An indirect table's descriptors are used in order, all of them: in a packed ring only their
-// WRITE flag means anything (NEXT, INDIRECT and the id are reserved, and ignored).
-ChainError PackedChainReader::read_indirect(const VringPackedDesc& d, ChainAccess access,
-                                            IoVecList& out, uint32_t& budget) const {
-  uint32_t entries = 0;
-  ChainError error = ChainError::kNone;
-  const auto* table = static_cast<const VringPackedDesc*>(
-      indirect_table(*memory_, d.addr, d.len, &entries, &error));
-  if (table == nullptr) return error;
-  for (uint32_t i = 0; i < entries; ++i) {
-    if (budget == 0) return ChainError::kTooLong;
-    --budget;
-    const VringPackedDesc e = load_desc(table, i);
-    error = append_buffer(*memory_, e.addr, e.len, e.flags & kVringDescFWrite, access, out);
-    if (error != ChainError::kNone) return error;
+uint16_t PackedRing::count_available(uint16_t limit) const {
+  uint16_t chains = 0;
+  uint32_t slots = 0;
+  PackedPos pos = avail_;
+  bool in_chain = false;
+  while (slots < addrs_.size && (chains < limit || in_chain)) {
+    const uint16_t flags = __atomic_load_n(&addrs_.desc[pos.slot].flags, __ATOMIC_ACQUIRE);
+    if (!packed_desc_available(flags, pos.wrap)) break;
+    if (!in_chain) ++chains;
+    in_chain = (flags & kVringDescFNext) != 0;
+    ++slots;
+    pos = pos.advanced(1, addrs_.size);
   }
-  return ChainError::kNone;
+  return chains;
 }
 
 bool PackedRing::attach(const PackedRingAddrs& addrs, uint16_t avail_base, uint16_t used_base,

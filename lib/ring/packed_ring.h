@@ -1,19 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The device side of one packed virtqueue (virtio 1.1+, 2.8): finding the chains the driver made
-// available, reading them (PackedChainReader), marking them used in place, and both directions
-// of event suppression. Positions are ring slots with a wrap counter each, as the specification
+// The device side of one packed virtqueue (virtio 1.1+, 2.8): where the chains the driver made
+// available start (PackedBatch copies and reads them), marking them used in place, and both
+// directions of event suppression. Positions are ring slots with a wrap counter each, as the specification
 // counts them; librte_vhost's vring base carries the counter in bit 15. No EAL here.
 //
-// The descriptor ring is guest memory the guest may change at any time: a descriptor is copied
-// once and only the copy is checked and used, and a chain is bounded by the ring size.
 #pragma once
 
 #include <cstdint>
 
-#include "ring/desc_chain.h"
 #include "ring/dirty_log.h"
 #include "ring/guest_memory.h"
-#include "ring/io_vec.h"
 #include "ring/vring.h"
 
 namespace vqs {
@@ -54,42 +50,6 @@ inline bool packed_desc_available(uint16_t flags, bool wrap) {
          ((flags & kVringPackedDescFUsed) != 0) != wrap;
 }
 
-// One chain the driver made available, as read from the ring.
-struct PackedChain {
-  uint16_t id = 0;     // the buffer id (in the chain's last ring descriptor)
-  uint16_t descs = 0;  // ring slots it takes (1 for an indirect chain)
-};
-
-// Reads a packed chain's buffers. Like DescChainReader for split rings, and sharing its
-// buffer and indirect-table checks (desc_chain.h).
-class PackedChainReader {
- public:
-  PackedChainReader() = default;
-  PackedChainReader(const VringPackedDesc* ring, uint16_t ring_size, const GuestMemory* memory,
-                    bool indirect_negotiated)
-      : ring_(ring),
-        ring_size_(ring_size),
-        memory_(memory),
-        indirect_negotiated_(indirect_negotiated) {}
-
-  // The chain whose first descriptor is at `at` (which the caller found available): its
-  // buffers appended to `out`, its id and slot count in `chain`. Every further descriptor of
-  // the chain must be available with the wrap counter of its own slot. With an error, `chain`
-  // still says how many slots to give back (at least the head) and `out` holds a partial chain.
-  // With `visited`, adds the descriptors read.
-  ChainError read(PackedPos at, ChainAccess access, IoVecList& out, PackedChain* chain,
-                  uint32_t* visited = nullptr) const;
-
- private:
-  ChainError read_indirect(const VringPackedDesc& d, ChainAccess access, IoVecList& out,
-                           uint32_t& budget) const;
-
-  const VringPackedDesc* ring_ = nullptr;
-  uint16_t ring_size_ = 0;
-  const GuestMemory* memory_ = nullptr;
-  bool indirect_negotiated_ = false;
-};
-
 class PackedRing {
  public:
   static constexpr uint32_t kMaxSize = 32768;
@@ -124,12 +84,19 @@ class PackedRing {
   }
   // Consumes `descs` slots from the next available position on.
   void consume(uint32_t descs) { avail_ = avail_.advanced(descs, addrs_.size); }
+  // Chains available from the next available position on, counted up to `limit` (their heads
+  // and chained descriptors' flags are read, within one lap): for refill thresholds and for a
+  // last look before sleeping.
+  uint16_t count_available(uint16_t limit) const;
 
   // Stages a used entry for a chain of `descs` slots; the driver sees it after publish_used().
   void put_used(uint16_t id, uint32_t len, uint16_t descs) {
     if (shadow_count_ == kShadowSize) flush_shadow();
     shadow_[shadow_count_++] = Shadow{id, len, descs};
+    ++used_token_;
   }
+  // Moves with every put_used(): a burst compares it to tell whether it used anything.
+  uint16_t used_token() const { return used_token_; }
   // Makes the staged used entries visible: each written in place, the first one's flags last.
   void publish_used() { flush_shadow(); }
 
@@ -170,6 +137,7 @@ class PackedRing {
   bool event_idx_ = false;
   bool kicks_enabled_ = false;
   uint16_t shadow_count_ = 0;
+  uint16_t used_token_ = 0;
   Shadow shadow_[kShadowSize];
 };
 

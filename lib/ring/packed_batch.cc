@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "ring/packed_batch.h"
+
+namespace vqs {
+
+uint16_t PackedBatch::fill(uint16_t want) {
+  while (chain_count_ < want && copy_chain()) {
+  }
+  return chain_count_;
+}
+
+bool PackedBatch::copy_chain() {
+  if (full_ || chain_count_ == kMaxChains) return false;
+  const uint32_t size = ring_->size();
+  // A whole lap is the most the driver can have made available at once.
+  if (slots_ >= size) return false;
+  const VringPackedDesc* ring = ring_->descs();
+  const uint32_t bound = size < IoVecList::kCapacity ? size : IoVecList::kCapacity;
+  // The first chain may take the whole bound; a later one must fit what is left of the lap and
+  // of the copies, or it waits for the next burst, where it comes first.
+  uint32_t limit = bound;
+  if (chain_count_ > 0) {
+    if (size - slots_ < limit) limit = size - slots_;
+    if (kMaxDescs - desc_count_ < limit) limit = kMaxDescs - desc_count_;
+  }
+  Chain& c = chains_[chain_count_];
+  c = Chain{};
+  c.first = static_cast<uint16_t>(desc_count_);
+  PackedPos pos = pos_;
+  uint16_t flags = 0;
+  for (;;) {
+    if (c.copied == limit) {
+      if (chain_count_ > 0) {
+        full_ = true;
+        return false;
+      }
+      c.error = ChainError::kTooLong;
+      break;
+    }
+    // The flags first (acquire), then the rest of the descriptor, once; the copy is what is used.
+    const uint16_t f = __atomic_load_n(&ring[pos.slot].flags, __ATOMIC_ACQUIRE);
+    if (!packed_desc_available(f, pos.wrap)) {
+      if (c.copied == 0) return false;  // no chain here (yet)
+      // The driver makes a chain's head available last: a chained descriptor that is not is a
+      // broken chain, which ends here.
+      c.error = ChainError::kNotAvailable;
+      break;
+    }
+    VringPackedDesc d = load_desc(ring, pos.slot);
+    d.flags = f;
+    descs_[desc_count_ + c.copied] = d;
+    ++c.copied;
+    c.id = d.id;
+    flags = f;
+    pos = pos.advanced(1, static_cast<uint16_t>(size));
+    if (!(f & kVringDescFNext)) break;
+  }
+  c.descs = c.copied;
+  if (c.error == ChainError::kTooLong) {
+    // Refused, it still goes back whole: the rest of it (still chained and available, within
+    // one lap) is skipped, never taken for the head of another chain.
+    while ((flags & kVringDescFNext) && c.descs < size) {
+      const uint16_t f = __atomic_load_n(&ring[pos.slot].flags, __ATOMIC_ACQUIRE);
+      if (!packed_desc_available(f, pos.wrap)) break;
+      c.id = __atomic_load_n(&ring[pos.slot].id, __ATOMIC_RELAXED);
+      flags = f;
+      ++c.descs;
+      pos = pos.advanced(1, static_cast<uint16_t>(size));
+    }
+  }
+  desc_count_ += c.copied;
+  slots_ += c.descs;
+  c.slots_end = slots_;
+  pos_ = pos;
+  ++chain_count_;
+  return true;
+}
+
+ChainError PackedBatch::read(uint16_t i, ChainAccess access, IoVecList& out,
+                             uint32_t* visited) const {
+  const Chain& c = chains_[i];
+  if (c.error != ChainError::kNone) {
+    if (visited != nullptr) *visited += c.copied;
+    return c.error;
+  }
+  const uint32_t size = ring_->size();
+  const uint32_t bound = size < IoVecList::kCapacity ? size : IoVecList::kCapacity;
+  uint32_t budget = bound - c.copied;  // the chain's own descriptors are within the bound
+  ChainError error = ChainError::kNone;
+  for (uint32_t k = 0; k < c.copied; ++k) {
+    const VringPackedDesc& d = descs_[c.first + k];
+    if (d.flags & kVringDescFIndirect) {
+      if (d.flags & kVringDescFNext) {
+        error = ChainError::kIndirectWithNext;
+      } else if (!indirect_negotiated_) {
+        error = ChainError::kIndirectNotNegotiated;
+      } else {
+        error = read_indirect(d, access, out, budget);
+      }
+      break;
+    }
+    error = append_buffer(*memory_, d.addr, d.len, d.flags & kVringDescFWrite, access, out);
+    if (error != ChainError::kNone) break;
+  }
+  if (visited != nullptr) *visited += bound - budget;
+  return error;
+}
+
+// An indirect table's descriptors are used in order, all of them: in a packed ring only their
+// WRITE flag means anything (NEXT, INDIRECT and the id are reserved, and ignored).
+ChainError PackedBatch::read_indirect(const VringPackedDesc& d, ChainAccess access,
+                                      IoVecList& out, uint32_t& budget) const {
+  uint32_t entries = 0;
+  ChainError error = ChainError::kNone;
+  const auto* table = static_cast<const VringPackedDesc*>(
+      indirect_table(*memory_, d.addr, d.len, &entries, &error));
+  if (table == nullptr) return error;
+  for (uint32_t k = 0; k < entries; ++k) {
+    if (budget == 0) return ChainError::kTooLong;
+    --budget;
+    const VringPackedDesc e = load_desc(table, k);
+    error = append_buffer(*memory_, e.addr, e.len, e.flags & kVringDescFWrite, access, out);
+    if (error != ChainError::kNone) return error;
+  }
+  return ChainError::kNone;
+}
+
+}  // namespace vqs

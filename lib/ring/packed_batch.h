@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The chains one burst takes from a packed virtqueue, copied out of the descriptor ring once.
+//
+// A packed ring has no index of available entries: a chain is found by the flags of its
+// descriptors, and the next chain starts where this one ends. So a burst first copies the
+// chains it may take (their boundaries, ids and descriptors) into this batch, and then works on
+// chain i of the batch as it works on the i-th avail entry of a split ring. The copies are the
+// only reading of the guest's descriptors: what is checked is what is used. No EAL here.
+#pragma once
+
+#include <cstdint>
+
+#include "ring/desc_chain.h"
+#include "ring/guest_memory.h"
+#include "ring/io_vec.h"
+#include "ring/packed_ring.h"
+#include "ring/vring.h"
+
+namespace vqs {
+
+class PackedBatch {
+ public:
+  // Chains and descriptors one batch holds: a burst's worth, and one longest chain.
+  static constexpr uint16_t kMaxChains = 256;
+  static constexpr uint32_t kMaxDescs = IoVecList::kCapacity;
+
+  struct Chain {
+    uint32_t slots_end = 0;  // ring slots taken by the batch's chains up to this one's end
+    uint16_t first = 0;      // its first descriptor among the copies
+    uint16_t copied = 0;     // descriptors copied (fewer than slots when cut, see error)
+    uint16_t descs = 0;      // ring slots it takes, at least 1
+    uint16_t id = 0;         // the buffer id, from its last descriptor
+    // Found while copying: kNotAvailable (a chained descriptor not made available: the chain
+    // ends before it) or kTooLong (longer than the ring or IoVecList::kCapacity: its remaining
+    // descriptors are skipped, only their flags and ids read, so that it goes back whole).
+    ChainError error = ChainError::kNone;
+  };
+
+  // At queue start: the memory buffers are checked against, and whether indirect tables are
+  // allowed.
+  void bind(const GuestMemory* memory, bool indirect_negotiated) {
+    memory_ = memory;
+    indirect_negotiated_ = indirect_negotiated;
+  }
+
+  // Empties the batch; it goes on from the ring's next available position.
+  void begin(const PackedRing& ring) {
+    ring_ = &ring;
+    pos_ = ring.next_avail();
+    chain_count_ = 0;
+    desc_count_ = 0;
+    slots_ = 0;
+    full_ = false;
+  }
+  // Copies further chains until `want` are held, the ring has no more, or the batch is full.
+  // Returns the chains held.
+  uint16_t fill(uint16_t want);
+  uint16_t count() const { return chain_count_; }
+  const Chain& chain(uint16_t i) const { return chains_[i]; }
+  // Ring slots the first `n` chains take: what consuming them moves the ring on by.
+  uint32_t slots(uint16_t n) const { return n == 0 ? 0 : chains_[n - 1].slots_end; }
+
+  // Chain i's buffers appended to `out`, with DescChainReader::read's contract (a partial chain
+  // on error; `visited` adds the descriptors read, indirect entries included).
+  ChainError read(uint16_t i, ChainAccess access, IoVecList& out,
+                  uint32_t* visited = nullptr) const;
+
+  // Chain i's one buffer when it is a single direct descriptor in the given direction, non-empty
+  // and inside one guest region; nullptr otherwise (then read() decides). As
+  // DescChainReader::single_buffer.
+  uint8_t* single_buffer(uint16_t i, ChainAccess access, uint32_t* len) const {
+    const Chain& c = chains_[i];
+    if (c.copied != 1 || c.error != ChainError::kNone) return nullptr;
+    const VringPackedDesc& d = descs_[c.first];
+    const uint16_t want = access == ChainAccess::kDeviceWrites ? kVringDescFWrite : 0;
+    if ((d.flags & ~kAvailUsed) != want || d.len == 0) return nullptr;
+    *len = d.len;
+    return memory_->translate(d.addr, d.len);
+  }
+
+  // Cache hints for the first `bytes` of chain i's first buffer, as DescChainReader's.
+  void prefetch_first_buffer(uint16_t i, uint32_t bytes) const {
+    uintptr_t line = 0, last = 0;
+    if (!first_buffer_lines(i, bytes, &line, &last)) return;
+    for (; line <= last; line += kCacheLine) prefetch_line(reinterpret_cast<const void*>(line));
+  }
+  void prefetch_first_buffer_for_write(uint16_t i, uint32_t bytes) const {
+    uintptr_t line = 0, last = 0;
+    if (!first_buffer_lines(i, bytes, &line, &last)) return;
+    prefetch_line(reinterpret_cast<const void*>(line));
+    for (line += kCacheLine; line <= last; line += kCacheLine)
+      prefetch_line_for_write(reinterpret_cast<const void*>(line));
+  }
+
+ private:
+  static constexpr uint16_t kAvailUsed = kVringPackedDescFAvail | kVringPackedDescFUsed;
+
+  // Copies the chain at pos_; false (nothing taken) when there is none or it does not fit.
+  bool copy_chain();
+  ChainError read_indirect(const VringPackedDesc& d, ChainAccess access, IoVecList& out,
+                           uint32_t& budget) const;
+  bool first_buffer_lines(uint16_t i, uint32_t bytes, uintptr_t* first, uintptr_t* last) const {
+    const Chain& c = chains_[i];
+    if (c.copied == 0) return false;
+    const VringPackedDesc& d = descs_[c.first];
+    if (d.flags & kVringDescFIndirect) return false;
+    const uint32_t len = d.len < bytes ? d.len : bytes;
+    const uint8_t* p = len != 0 ? memory_->translate(d.addr, len) : nullptr;
+    if (p == nullptr) return false;
+    *first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kCacheLine - 1};
+    *last = reinterpret_cast<uintptr_t>(p) + len - 1;
+    return true;
+  }
+
+  const PackedRing* ring_ = nullptr;
+  const GuestMemory* memory_ = nullptr;
+  bool indirect_negotiated_ = false;
+  bool full_ = false;  // a chain did not fit: no more this burst
+  PackedPos pos_;      // where the next chain starts
+  uint16_t chain_count_ = 0;
+  uint32_t desc_count_ = 0;
+  uint32_t slots_ = 0;
+  Chain chains_[kMaxChains];
+  VringPackedDesc descs_[kMaxDescs];
+};
+
+}  // namespace vqs

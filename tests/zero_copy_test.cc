@@ -510,7 +510,7 @@ TEST_CASE("zero-copy: a device's tracker is reused, never freed, and comes back 
     fd = t->wake_fd();
     REQUIRE(fd >= 0);
     t->start(256);
-    rte_mbuf_ext_shared_info* shinfo = t->lend(7, 1);
+    rte_mbuf_ext_shared_info* shinfo = t->lend(7, 1, 1);
     REQUIRE(shinfo != nullptr);
     t->orphan_lent();
     shinfo->free_cb(nullptr, shinfo->fcb_opaque);  // the chain's last mbuf freed
@@ -533,9 +533,9 @@ TEST_CASE("zero-copy: a device's tracker is reused, never freed, and comes back 
   CHECK_FALSE(again->completions_waiting());
   again->start(64);
   std::vector<rte_mbuf_ext_shared_info*> lent;
-  for (uint16_t i = 0; i < 16; ++i) lent.push_back(again->lend(i, 1));
+  for (uint16_t i = 0; i < 16; ++i) lent.push_back(again->lend(i, 1, 1));
   for (auto* shinfo : lent) CHECK(shinfo != nullptr);
-  CHECK(again->lend(16, 1) == nullptr);  // the new limit
+  CHECK(again->lend(16, 1, 1) == nullptr);  // the new limit
   // Completed, so that the handle may give the tracker back.
   again->orphan_lent();
   for (auto* shinfo : lent)

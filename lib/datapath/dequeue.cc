@@ -7,6 +7,7 @@
 
 #include "datapath/net_offload.h"
 #include "datapath/zero_copy_lend.h"
+#include "ring/ring_burst.h"
 #include "ring/virtio_net_hdr.h"
 
 namespace vqs {
@@ -52,15 +53,18 @@ CopyResult copy_chain_to_mbuf(IoVecCursor& src, uint32_t len, rte_mbuf* head, Mb
 }
 
 // Chains this burst may take: those posted, but no more than the ring holds minus those still
-// lent (they hold descriptors the guest has not got back). Counted before the reap, this also
-// keeps the used entries of one burst (completions plus new chains) within the ring's size.
-inline uint16_t chains_to_take(VirtQueue& vq, ZeroCopyTracker* zero_copy) {
-  uint16_t room = vq.ring().size();
+// lent (they hold descriptors the guest has not got back), nor more than `max`. Counted before
+// the reap, this also keeps the used entries of one burst (completions plus new chains) within
+// the ring's size.
+template <typename Burst>
+inline uint16_t chains_to_take(Burst& burst, ZeroCopyTracker* zero_copy, uint16_t max) {
+  uint16_t room = burst.ring().size();
   if (zero_copy != nullptr) {
     room = static_cast<uint16_t>(room - zero_copy->in_flight());
-    if (zero_copy->completions_waiting()) zero_copy->reap(vq.ring());
+    if (zero_copy->completions_waiting()) zero_copy->reap(burst.ring());
   }
-  const uint16_t posted = vq.avail_count();
+  if (room > max) room = max;
+  const uint16_t posted = burst.available(room);
   return posted < room ? posted : room;
 }
 
@@ -74,11 +78,11 @@ inline uint16_t take_head_mbufs(rte_mempool* pool, rte_mbuf** pkts, uint16_t out
 }
 
 // What every chain of one burst shares.
+template <typename Burst>
 struct BurstContext {
   VirtQueue& vq;
-  SplitRing& ring;
+  Burst& burst;
   QueueStats& stats;
-  const DescChainReader& reader;
   IoVecList& iov;
   MbufStash& stash;
   ZeroCopyTracker* zero_copy;  // null: no lending on this queue
@@ -133,7 +137,8 @@ DropReason check_chain_length(ChainError error, uint64_t chain_len, uint32_t hdr
 // Every chain the fast path does not take: several descriptors, a packet to lend or one larger
 // than the head mbuf. `single` is the chain's one descriptor when it has only one, already
 // translated. Out of line: the fast path's loop stays small.
-__attribute__((noinline)) ChainOutcome dequeue_chain(const BurstContext& ctx, uint16_t head,
+template <typename Burst>
+__attribute__((noinline)) ChainOutcome dequeue_chain(const BurstContext<Burst>& ctx, uint16_t head,
                                                      uint8_t* single, uint32_t single_len,
                                                      rte_mbuf* m, uint32_t* pkt_len_out,
                                                      BurstResult& result) {
@@ -141,7 +146,7 @@ __attribute__((noinline)) ChainOutcome dequeue_chain(const BurstContext& ctx, ui
   iov.clear();
   const ChainError error = single != nullptr && iov.push(single, single_len)
                                ? ChainError::kNone
-                               : ctx.reader.read(head, ChainAccess::kDeviceReads, iov);
+                               : ctx.burst.read(head, ChainAccess::kDeviceReads, iov);
   const uint64_t chain_len = iov.total_len();
   const DropReason invalid = check_chain_length(error, chain_len, ctx.hdr_size);
   if (invalid != DropReason::kCount) {
@@ -157,7 +162,8 @@ __attribute__((noinline)) ChainOutcome dequeue_chain(const BurstContext& ctx, ui
   bool limit_hit = false;
   if (pkt_len >= ctx.lend_min_len && offload_fits_head(hdr)) {
     const LendResult lent =
-        lend_packet(iov, ctx.hdr_size, pkt_len, head, m, ctx.stash, *ctx.zero_copy, ctx.dma_ready);
+        lend_packet(iov, ctx.hdr_size, pkt_len, ctx.burst.id(head), ctx.burst.ring_slots(head), m,
+                    ctx.stash, *ctx.zero_copy, ctx.dma_ready);
     if (lent == LendResult::kLent) {
       // The chain goes back to the guest when its last mbuf is freed, not now.
       if (!apply_guest_tx_offload(hdr, m)) {
@@ -199,18 +205,15 @@ __attribute__((noinline)) ChainOutcome dequeue_chain(const BurstContext& ctx, ui
   return ChainOutcome::kCopied;
 }
 
-}  // namespace
-
-BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uint16_t max_packets,
-                          uint32_t max_bytes, const LendPolicy& lending) {
+template <typename Burst>
+BurstResult dequeue_burst_on(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts,
+                             uint16_t max_packets, uint32_t max_bytes, const LendPolicy& lending) {
   BurstResult result;
-  if (!vq.ready()) return result;
-  SplitRing& ring = vq.ring();
-  const uint16_t used_before = ring.last_used_idx();
+  Burst burst(vq);
+  const uint16_t used_before = vq.used_token();
   // Lent chains whose mbufs were freed since the last burst go back to the guest with this one.
   ZeroCopyTracker* const zero_copy = vq.features().in_order ? nullptr : lending.tracker;
-  uint16_t count = chains_to_take(vq, zero_copy);
-  if (count > max_packets) count = max_packets;
+  const uint16_t count = chains_to_take(burst, zero_copy, max_packets);
   if (count == 0) {
     vq.complete_burst(used_before);
     return result;
@@ -218,16 +221,14 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
 
   // The lines a copy or a lend reads first: the header and the packet's head (the hardware
   // prefetcher follows a longer copy).
-  vq.prefetch_tx_chains(count, kZeroCopyHeadLen);
+  burst.prefetch_tx(count, kZeroCopyHeadLen);
   QueueStats& stats = vq.stats();
   const uint32_t lend_min_len = zero_copy != nullptr ? lending.min_len : UINT32_MAX;
   const uint32_t hdr_size = vq.features().net_hdr_size;
-  const DescChainReader& reader = vq.chain_reader();
   MbufStash stash(pool);  // further segments; the unused ones go back at the end of the burst
-  const BurstContext ctx{vq,
-                         ring,
+  const BurstContext<Burst> ctx{vq,
+                         burst,
                          stats,
-                         reader,
                          vq.iov_scratch(),
                          stash,
                          zero_copy,
@@ -247,14 +248,14 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
         break;  // the rest stay in the guest's ring
       }
     }
-    const uint16_t head = ring.avail_head(consumed);
+    const uint16_t head = burst.handle(consumed);
     rte_mbuf* m = pkts[out];
     uint32_t single_len = 0;
-    uint8_t* const single = reader.single_buffer(head, ChainAccess::kDeviceReads, &single_len);
+    uint8_t* const single = burst.single_buffer(head, ChainAccess::kDeviceReads, &single_len);
     bool dropped = false;
     uint32_t pkt_len = single_len - hdr_size;
     if (copy_single_buffer(single, single_len, hdr_size, lend_min_len, m, stats, &dropped)) {
-      ring.put_used(head, 0);
+      burst.put_used(head, 0);
       ++consumed;
       if (dropped) continue;
       if (zero_copy != nullptr) ++stats.zero_copy_copied;
@@ -268,7 +269,7 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
       if (outcome == ChainOutcome::kLendWait) break;
       // Nothing is written into a TX buffer; a lent chain goes back when its mbufs are freed.
       if (outcome != ChainOutcome::kLent && outcome != ChainOutcome::kLentDropped) {
-        ring.put_used(head, 0);
+        burst.put_used(head, 0);
       }
       ++consumed;
       if (outcome == ChainOutcome::kLentDropped) {
@@ -283,12 +284,22 @@ BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uin
     stats.count_packet(pkt_len, rte_pktmbuf_mtod(m, const uint8_t*));
     if (result.bytes >= max_bytes) break;
   }
-  ring.consume(consumed);
+  burst.consume(consumed);
   vq.complete_burst(used_before);
   if (pool_empty) ++stats.mbuf_alloc_failures;
   if (out < allocated) rte_pktmbuf_free_bulk(pkts + out, allocated - out);
   result.packets = out;
   return result;
+}
+
+}  // namespace
+
+BurstResult dequeue_burst(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts, uint16_t max_packets,
+                          uint32_t max_bytes, const LendPolicy& lending) {
+  if (!vq.ready()) return BurstResult{};
+  if (vq.packed())
+    return dequeue_burst_on<PackedBurst>(vq, pool, pkts, max_packets, max_bytes, lending);
+  return dequeue_burst_on<SplitBurst>(vq, pool, pkts, max_packets, max_bytes, lending);
 }
 
 }  // namespace vqs

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "datapath/net_offload.h"
+#include "ring/ring_burst.h"
 
 namespace vqs {
 namespace {
@@ -19,7 +20,7 @@ namespace {
 constexpr uint32_t kRxPrefetchBytes = 64;
 
 struct RxHead {
-  uint16_t id;
+  uint16_t chain;  // the burst's handle
   uint32_t capacity;
 };
 
@@ -60,13 +61,27 @@ void write_plain_header(uint8_t* buf, uint32_t hdr_size) {
 // otherwise cost 10^5-10^6 reads a packet.
 constexpr uint32_t kRxDescriptorsPerPacket = 64;
 
+// Chains a packed burst copies more at a time when its packets need more than one each.
+constexpr uint16_t kMoreChains = 32;
+
 // Gathers posted receive chains for one packet, from ring position `pos` on.
+template <typename Burst>
 class RxBufferGatherer {
  public:
-  RxBufferGatherer(VirtQueue& vq, uint16_t posted, uint16_t packets)
+  RxBufferGatherer(VirtQueue& vq, Burst& burst, uint16_t posted, uint16_t packets)
       : vq_(vq),
+        burst_(burst),
         posted_(posted),
         descriptors_left_(kRxDescriptorsPerPacket * packets + IoVecList::kCapacity) {}
+
+  // Chains known to be posted (a packed burst copies more as they are needed).
+  uint16_t posted() const { return posted_; }
+  // Whether the chains end at `pos`: no more posted, or no more for this burst.
+  bool at_end(uint16_t pos) {
+    if (pos < posted_) return false;
+    if (!ended_) posted_ = burst_.more(posted_, static_cast<uint16_t>(posted_ + kMoreChains));
+    return pos >= posted_;
+  }
 
   enum class Outcome { kFits, kTooSmall, kRingEmpty };
 
@@ -75,17 +90,17 @@ class RxBufferGatherer {
   Outcome one_chain(uint16_t& pos, uint32_t need) {
     IoVecList& iov = vq_.iov_scratch();
     for (;;) {
-      if (pos == posted_) return Outcome::kRingEmpty;
-      const uint16_t id = vq_.ring().avail_head(pos);
+      if (at_end(pos)) return Outcome::kRingEmpty;
+      const uint16_t id = burst_.handle(pos);
       iov.clear();
       const ChainError error = read(id, iov);
       if (budget_spent()) {
-        posted_ = pos;  // this chain and the rest stay posted for the next burst
+        end_at(pos);  // this chain and the rest stay posted for the next burst
         return Outcome::kRingEmpty;
       }
       if (error != ChainError::kNone) {
         ++pos;
-        if (!consume_invalid(id)) posted_ = pos;  // enough for this burst: as if the ring ended
+        if (!consume_invalid(id)) end_at(pos);  // enough for this burst: as if the ring ended
         continue;
       }
       if (iov.total_len() < need) return Outcome::kTooSmall;
@@ -107,17 +122,17 @@ class RxBufferGatherer {
     uint16_t first_valid = 0;
     bool invalid_after_valid = false;
     while (capacity < need) {
-      if (walk == posted_) {
+      if (at_end(walk)) {
         pos = leave_posted(walk, first_valid, invalid_after_valid);
         return Outcome::kRingEmpty;
       }
-      const uint16_t id = vq_.ring().avail_head(walk);
+      const uint16_t id = burst_.handle(walk);
       const uint32_t before = iov.count();
       const uint64_t before_len = iov.total_len();
       const ChainError error = read(id, iov);
       if (budget_spent()) {
         iov.truncate(before);
-        posted_ = walk;  // this chain and the rest stay posted for the next burst
+        end_at(walk);  // this chain and the rest stay posted for the next burst
         pos = leave_posted(walk, first_valid, invalid_after_valid);
         return Outcome::kRingEmpty;
       }
@@ -139,7 +154,7 @@ class RxBufferGatherer {
         } else if (head_count_ > 0) {
           invalid_after_valid = true;
         }
-        if (!consume_invalid(id)) posted_ = walk;  // enough for this burst: as if the ring ended
+        if (!consume_invalid(id)) end_at(walk);  // enough for this burst: as if the ring ended
         continue;
       }
       if (head_count_ == 0) first_valid = static_cast<uint16_t>(walk - 1);
@@ -158,7 +173,7 @@ class RxBufferGatherer {
  private:
   ChainError read(uint16_t id, IoVecList& iov) {
     uint32_t visited = 0;
-    const ChainError error = vq_.chain_reader().read(id, ChainAccess::kDeviceWrites, iov, &visited);
+    const ChainError error = burst_.read(id, ChainAccess::kDeviceWrites, iov, &visited);
     if (visited > descriptors_left_ && !budget_spent_) {
       budget_spent_ = true;
       ++vq_.stats().rx_descriptor_budget_bursts;
@@ -167,6 +182,10 @@ class RxBufferGatherer {
     return error;
   }
   bool budget_spent() const { return budget_spent_; }
+  void end_at(uint16_t pos) {
+    posted_ = pos;
+    ended_ = true;
+  }
 
   // The packet will not be written: the ring position to go on from. Gathered chains stay posted
   // unless an invalid chain after them was consumed; then they go back to the guest empty.
@@ -179,7 +198,7 @@ class RxBufferGatherer {
 
   // The gathered chains go back to the guest empty (used.len 0), in ring order.
   void return_gathered() {
-    for (uint32_t i = 0; i < head_count_; ++i) vq_.ring().put_used(heads_[i].id, 0);
+    for (uint32_t i = 0; i < head_count_; ++i) burst_.put_used(heads_[i].chain, 0);
     head_count_ = 0;
   }
 
@@ -187,7 +206,7 @@ class RxBufferGatherer {
   // to the next chain. Bounded per burst, so a ring full of invalid chains costs one burst a few
   // thousand descriptor reads at most.
   bool consume_invalid(uint16_t id) {
-    vq_.ring().put_used(id, 0);
+    burst_.put_used(id, 0);
     ++vq_.stats().invalid_rx_chains;
     return ++invalid_chains_ < kMaxInvalidChainsPerBurst;
   }
@@ -195,7 +214,9 @@ class RxBufferGatherer {
   static constexpr uint32_t kMaxInvalidChainsPerBurst = 32;
 
   VirtQueue& vq_;
+  Burst& burst_;
   uint16_t posted_;
+  bool ended_ = false;
   uint32_t descriptors_left_;
   bool budget_spent_ = false;
   uint32_t invalid_chains_ = 0;
@@ -204,19 +225,17 @@ class RxBufferGatherer {
   RxHead heads_[IoVecList::kCapacity];
 };
 
-}  // namespace
-
-BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) {
+template <typename Burst>
+BurstResult enqueue_burst_on(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) {
   BurstResult result;
-  if (!vq.ready() || count == 0) return result;
-  SplitRing& ring = vq.ring();
-  const uint16_t posted = vq.avail_count();
+  Burst burst(vq);
+  const uint16_t used_before = vq.used_token();
+  const uint16_t posted = burst.available(count);
   const NetFeatures& features = vq.features();
   const uint32_t hdr_size = features.net_hdr_size;
   QueueStats& stats = vq.stats();
-  const uint16_t used_before = ring.last_used_idx();
   const uint64_t packets_before = stats.packets;
-  RxBufferGatherer gatherer(vq, posted, count);
+  RxBufferGatherer<Burst> gatherer(vq, burst, posted, count);
   uint16_t pos = 0;
   uint16_t consumed = 0;
   DirtyLog* const log = vq.dirty_log();  // live migration: each buffer written is reported
@@ -224,8 +243,7 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
   // The mbufs' headers are read first (length, offload flags): fetch them all now, and each
   // packet's data one packet ahead.
   for (uint16_t i = 0; i < count; ++i) rte_prefetch0(pkts[i]);
-  vq.prefetch_rx_chains(posted < count ? posted : count, kRxPrefetchBytes);
-  const DescChainReader& reader = vq.chain_reader();
+  burst.prefetch_rx(posted < count ? posted : count, kRxPrefetchBytes);
   // Offload requests that need plan_guest_rx_offload(); anything else gets a zero header.
   const uint64_t offload_mask = RTE_MBUF_F_TX_L4_MASK | RTE_MBUF_F_TX_IP_CKSUM |
                                 RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_UDP_SEG |
@@ -236,16 +254,16 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
     const uint32_t len = rte_pktmbuf_pkt_len(m);
     // Fast path: a one-segment packet without offload requests into a one-descriptor chain that
     // holds it whole (with or without mergeable buffers, what the slow path would do too).
-    if (pos < posted && m->nb_segs == 1 && (m->ol_flags & offload_mask) == 0) {
-      const uint16_t id = ring.avail_head(pos);
+    if (pos < gatherer.posted() && m->nb_segs == 1 && (m->ol_flags & offload_mask) == 0) {
+      const uint16_t id = burst.handle(pos);
       uint32_t buf_len = 0;
-      uint8_t* buf = reader.single_buffer(id, ChainAccess::kDeviceWrites, &buf_len);
+      uint8_t* buf = burst.single_buffer(id, ChainAccess::kDeviceWrites, &buf_len);
       if (buf != nullptr && buf_len >= hdr_size + len) {
         write_plain_header(buf, hdr_size);
         std::memcpy(buf + hdr_size, rte_pktmbuf_mtod(m, const uint8_t*), len);
         if (log != nullptr) [[unlikely]]
           vq.log_written(log, buf, hdr_size + len);
-        ring.put_used(id, hdr_size + len);
+        burst.put_used(id, hdr_size + len);
         ++pos;
         result.bytes += len;
         stats.count_packet(len, rte_pktmbuf_mtod(m, const uint8_t*));
@@ -260,11 +278,12 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
       continue;
     }
     const uint32_t need = hdr_size + len;
-    const RxBufferGatherer::Outcome outcome = features.mrg_rxbuf
+    using Outcome = typename RxBufferGatherer<Burst>::Outcome;
+    const Outcome outcome = features.mrg_rxbuf
                                                   ? gatherer.merged_chains(pos, need, hdr_size)
                                                   : gatherer.one_chain(pos, need);
-    if (outcome == RxBufferGatherer::Outcome::kRingEmpty) break;
-    if (outcome == RxBufferGatherer::Outcome::kTooSmall) {
+    if (outcome == Outcome::kRingEmpty) break;
+    if (outcome == Outcome::kTooSmall) {
       stats.count_drop(DropReason::kTooLarge);
       continue;
     }
@@ -275,7 +294,7 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
     if (log != nullptr) [[unlikely]]
       vq.log_written(log, vq.iov_scratch(), need);
     for (uint32_t i = 0; i < gatherer.head_count(); ++i)
-      ring.put_used(gatherer.head(i).id, gatherer.head(i).capacity);
+      burst.put_used(gatherer.head(i).chain, gatherer.head(i).capacity);
     result.bytes += len;
     // A chained mbuf's first segment may hold less than the destination MAC.
     uint8_t dst_copy[RTE_ETHER_ADDR_LEN];
@@ -284,12 +303,20 @@ BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) 
                                   : rte_pktmbuf_mtod(m, const uint8_t*));
     stats.count_packet(len, dst);
   }
-  ring.consume(pos);
+  burst.consume(pos);
   vq.complete_rx_burst(used_before, static_cast<uint32_t>(stats.packets - packets_before),
-                       static_cast<uint16_t>(posted - pos),
+                       static_cast<uint16_t>(gatherer.posted() - pos),
                        vq.notify_timed() ? rte_get_tsc_cycles() : 0);
   result.packets = consumed;
   return result;
+}
+
+}  // namespace
+
+BurstResult enqueue_burst(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t count) {
+  if (!vq.ready() || count == 0) return BurstResult{};
+  if (vq.packed()) return enqueue_burst_on<PackedBurst>(vq, pkts, count);
+  return enqueue_burst_on<SplitBurst>(vq, pkts, count);
 }
 
 }  // namespace vqs

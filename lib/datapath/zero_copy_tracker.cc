@@ -112,7 +112,8 @@ void ZeroCopyTracker::arm_wake(bool armed) {
     wake_owner();
 }
 
-rte_mbuf_ext_shared_info* ZeroCopyTracker::lend(uint16_t head, uint16_t segments) {
+rte_mbuf_ext_shared_info* ZeroCopyTracker::lend(uint16_t head, uint16_t ring_slots,
+                                                uint16_t segments) {
   const uint16_t lent = in_flight_.load(std::memory_order_relaxed);
   if (lent >= limit_) return nullptr;
   const int word = free_[0] != 0 ? 0 : 1;
@@ -121,6 +122,7 @@ rte_mbuf_ext_shared_info* ZeroCopyTracker::lend(uint16_t head, uint16_t segments
   free_[word] &= ~(uint64_t{1} << bit);
   Slot& s = slots_[word * 64 + bit];
   s.head = head;
+  s.ring_slots = ring_slots;
   s.orphan = false;
   s.mapping = mapping_;
   s.own_ref = false;
@@ -195,7 +197,7 @@ uint16_t ZeroCopyTracker::reap_with(PutUsed&& put_used) {
       ++freed;
       drop_mapping_ref(s);
       if (!s.orphan) {
-        put_used(s.head);
+        put_used(s);
         ++returned;
       }
     }
@@ -211,12 +213,16 @@ uint16_t ZeroCopyTracker::reap_with(PutUsed&& put_used) {
 }
 
 uint16_t ZeroCopyTracker::reap(SplitRing& ring) {
-  return reap_with([&ring](uint16_t head) { ring.put_used(head, 0); });
+  return reap_with([&ring](const Slot& s) { ring.put_used(s.head, 0); });
+}
+
+uint16_t ZeroCopyTracker::reap(PackedRing& ring) {
+  return reap_with([&ring](const Slot& s) { ring.put_used(s.head, 0, s.ring_slots); });
 }
 
 void ZeroCopyTracker::reap_orphans_only() {
   orphan_lent();
-  reap_with([](uint16_t) {});
+  reap_with([](const Slot&) {});
 }
 
 }  // namespace vqs

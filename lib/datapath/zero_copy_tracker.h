@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "ring/guest_mapping.h"
+#include "ring/packed_ring.h"
 #include "ring/split_ring.h"
 
 namespace vqs {
@@ -51,9 +52,10 @@ class ZeroCopyTracker {
   // tracker holds a reference to it, so the memory stays mapped until the last one completes.
   void set_mapping(GuestMapping* mapping);
 
-  // Owner: lends a slot for the chain at `head`, whose packet is attached to `segments` mbufs.
-  // nullptr when limit() chains are lent: the caller copies instead.
-  rte_mbuf_ext_shared_info* lend(uint16_t head, uint16_t segments);
+  // Owner: lends a slot for the chain at `head` (its id; with a packed ring, `ring_slots` says how
+  // many descriptors it takes), whose packet is attached to `segments` mbufs. nullptr when
+  // limit() chains are lent: the caller copies instead.
+  rte_mbuf_ext_shared_info* lend(uint16_t head, uint16_t ring_slots, uint16_t segments);
   // Owner: undoes lend() for a chain whose mbufs were never handed out (attach failed midway).
   void cancel(rte_mbuf_ext_shared_info* shinfo);
 
@@ -65,6 +67,7 @@ class ZeroCopyTracker {
   // Owner: puts the heads of completed chains on `ring` (used.len 0: the device wrote nothing)
   // and frees their slots; orphans are freed only. Returns the entries put on the ring.
   uint16_t reap(SplitRing& ring);
+  uint16_t reap(PackedRing& ring);
   // Owner: frees completed slots without touching a ring (nothing attached, e.g. at teardown).
   void reap_orphans_only();
 
@@ -94,6 +97,7 @@ class ZeroCopyTracker {
     GuestMapping* mapping = nullptr;  // the chain's memory (nullptr: not ours to keep)
     bool own_ref = false;             // holds its own reference to `mapping` (lent before a remap)
     uint16_t head = 0;
+    uint16_t ring_slots = 1;  // packed rings: descriptors the chain takes
     uint8_t index = 0;
     bool orphan = false;
   };

@@ -108,6 +108,12 @@ ChainError PackedBatch::read(uint16_t i, ChainAccess access, IoVecList& out,
 
 // An indirect table's descriptors are used in order, all of them: in a packed ring only their
 // WRITE flag means anything (NEXT, INDIRECT and the id are reserved, and ignored).
+//
+// For a chain the device reads (guest TX), WRITE is not held against an entry: DPDK's virtio
+// driver (22.11) presets every entry of its packed TX indirect tables WRITE and never clears it
+// on the header's, and librte_vhost reads them regardless. Reading a device-writable buffer is
+// a SHOULD NOT in the specification (2.8.8), harmless to us; writing a device-readable one, which
+// the receive direction would do, stays refused.
 ChainError PackedBatch::read_indirect(const VringPackedDesc& d, ChainAccess access,
                                       IoVecList& out, uint32_t& budget) const {
   uint32_t entries = 0;
@@ -119,7 +125,9 @@ ChainError PackedBatch::read_indirect(const VringPackedDesc& d, ChainAccess acce
     if (budget == 0) return ChainError::kTooLong;
     --budget;
     const VringPackedDesc e = load_desc(table, k);
-    error = append_buffer(*memory_, e.addr, e.len, e.flags & kVringDescFWrite, access, out);
+    const bool device_writes =
+        access == ChainAccess::kDeviceWrites ? (e.flags & kVringDescFWrite) != 0 : false;
+    error = append_buffer(*memory_, e.addr, e.len, device_writes, access, out);
     if (error != ChainError::kNone) return error;
   }
   return ChainError::kNone;

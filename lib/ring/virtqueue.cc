@@ -7,21 +7,38 @@ namespace vqs {
 
 bool VirtQueue::start(const Setup& setup) {
   features_ = NetFeatures::from_bits(setup.features);
-  // Before attaching: attaching writes the ring's notification suppression state.
-  ring_.set_dirty_log(setup.dirty_log);
-  if (setup.memory == nullptr ||
-      !ring_.attach(setup.addrs, setup.last_avail_idx, setup.last_used_idx, features_.event_idx)) {
-    ring_.detach();
-    return false;
+  packed_ = (setup.features >> kFRingPacked) & 1;
+  if (setup.memory == nullptr) return false;
+  uint16_t size = 0;
+  if (packed_) {
+    if (batch_ == nullptr) batch_ = std::make_unique<PackedBatch>();
+    // Before attaching: attaching writes the ring's notification suppression state.
+    packed_ring_.set_dirty_log(setup.dirty_log,
+                               setup.ring_memory != nullptr ? setup.ring_memory : setup.memory);
+    if (!packed_ring_.attach(setup.packed_addrs, setup.last_avail_idx, setup.last_used_idx,
+                             features_.event_idx)) {
+      packed_ring_.detach();
+      return false;
+    }
+    batch_->bind(setup.memory, features_.indirect_desc);
+    size = setup.packed_addrs.size;
+  } else {
+    ring_.set_dirty_log(setup.dirty_log);
+    if (!ring_.attach(setup.addrs, setup.last_avail_idx, setup.last_used_idx,
+                      features_.event_idx)) {
+      ring_.detach();
+      return false;
+    }
+    reader_ =
+        DescChainReader(setup.addrs.desc, setup.addrs.size, setup.memory, features_.indirect_desc);
+    size = setup.addrs.size;
   }
-  reader_ =
-      DescChainReader(setup.addrs.desc, setup.addrs.size, setup.memory, features_.indirect_desc);
   memory_ = setup.memory;
   log_ = setup.dirty_log;
   callfd_ = setup.callfd;
   broken_counted_ = false;
   if (setup.notify)
-    notifier_.start(*setup.notify, setup.addrs.size, setup.tsc_hz);
+    notifier_.start(*setup.notify, size, setup.tsc_hz);
   else
     notifier_.start_off();
   return true;
@@ -30,30 +47,26 @@ bool VirtQueue::start(const Setup& setup) {
 void VirtQueue::stop() {
   // Entries published but not yet notified would wait for the next burst after a restart, or
   // for ever: tell the guest now (the callfd is still the guest's while we are being stopped).
-  if (ring_.attached() && notifier_.pending()) interrupt_guest();
+  if ((ring_.attached() || packed_ring_.attached()) && notifier_.pending()) interrupt_guest();
   notifier_.reset();
   ring_.detach();
+  packed_ring_.detach();
   log_ = nullptr;
   callfd_ = -1;
 }
 
 void VirtQueue::complete_burst(uint16_t used_before) {
-  if (ring_.last_used_idx() == used_before) return;
-  ring_.publish_used();
-  if (ring_.guest_wants_interrupt()) interrupt_guest();
+  if (publish_used(used_before)) interrupt_guest();
 }
 
 void VirtQueue::apply_notify_policy(uint16_t used_before, uint32_t delivered, uint16_t remaining,
                                     uint64_t now_tsc) {
-  bool wanted = false;
-  if (ring_.last_used_idx() != used_before) {
-    ring_.publish_used();
-    wanted = ring_.guest_wants_interrupt();
-  }
+  const bool wanted = publish_used(used_before);
   // The snapshot is from before the burst; the guest may have posted since, so look again
-  // before calling it low (one load, only then).
+  // before calling it low (one load, only then; a packed ring is counted up to the threshold).
   const uint32_t threshold = notifier_.refill_threshold();
-  const bool low = remaining < threshold && avail_count() < threshold;
+  const bool low =
+      remaining < threshold && avail_count(static_cast<uint16_t>(threshold)) < threshold;
   switch (notifier_.after_burst(wanted, delivered, low, now_tsc)) {
     case GuestNotifier::Action::kNone:
       break;

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// One virtio-net virtqueue as the datapath serves it: the split ring, the guest memory it points
-// into, the negotiated features, counters and per-queue scratch space. Owned by one lcore at a
+// One virtio-net virtqueue as the datapath serves it: its ring (split, or packed with
+// VIRTIO_F_RING_PACKED, chosen at start), the guest memory it points into, the negotiated
+// features, counters and per-queue scratch space. Owned by one lcore at a
 // time; the control plane calls start()/stop() only while that lcore is kept away (quiesced).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "ring/desc_chain.h"
@@ -14,6 +16,8 @@
 #include "ring/io_vec.h"
 #include "ring/net_features.h"
 #include "ring/notify_policy.h"
+#include "ring/packed_batch.h"
+#include "ring/packed_ring.h"
 #include "ring/queue_stats.h"
 #include "ring/split_ring.h"
 
@@ -35,11 +39,17 @@ struct BurstResult {
 class VirtQueue {
  public:
   struct Setup {
-    SplitRingAddrs addrs;
+    SplitRingAddrs addrs;  // split rings
+    PackedRingAddrs packed_addrs;  // with kFRingPacked in `features`
+    // Where the device resumes: split, the indices; packed, librte_vhost's vring bases (the
+    // slot, the wrap counter in bit 15).
     uint16_t last_avail_idx = 0;
     uint16_t last_used_idx = 0;
     uint64_t features = 0;
     const GuestMemory* memory = nullptr;
+    // Packed rings under live migration: the table that holds the ring's own host addresses,
+    // to log its writes by guest-physical address (nullptr: `memory`).
+    const GuestMemory* ring_memory = nullptr;
     int callfd = -1;  // eventfd that interrupts the guest; -1: the guest polls
     // Guest RX queues: coalescing and refill threshold for complete_rx_burst(). Unset: notify
     // after every burst the guest wants it, no threshold.
@@ -53,11 +63,39 @@ class VirtQueue {
   // False (and not ready) when the ring addresses or size are unusable.
   bool start(const Setup& setup);
   void stop();
-  bool ready() const { return ring_.attached() && !ring_.broken(); }
+  bool ready() const {
+    return packed_ ? packed_ring_.attached() : ring_.attached() && !ring_.broken();
+  }
 
+  bool attached() const { return packed_ ? packed_ring_.attached() : ring_.attached(); }
+  // The ring format, fixed from start() to stop(): bursts choose their code by it once.
+  bool packed() const { return packed_; }
   SplitRing& ring() { return ring_; }
   const SplitRing& ring() const { return ring_; }
   const DescChainReader& chain_reader() const { return reader_; }
+  PackedRing& packed_ring() { return packed_ring_; }
+  const PackedRing& packed_ring() const { return packed_ring_; }
+  PackedBatch& packed_batch() { return *batch_; }
+
+  // Where the device stands, as librte_vhost's vring base encodes it (packed: the wrap counters
+  // in bit 15), for a restart to resume from.
+  uint16_t avail_base() const {
+    return packed_ ? packed_ring_.next_avail().base() : ring_.last_avail_idx();
+  }
+  uint16_t used_base() const {
+    return packed_ ? packed_ring_.next_used().base() : ring_.last_used_idx();
+  }
+  // Moves with every used entry staged: a burst compares it to tell whether it used anything.
+  uint16_t used_token() const {
+    return packed_ ? packed_ring_.used_token() : ring_.last_used_idx();
+  }
+  // Guest kicks (see SplitRing::set_kicks_enabled), for either format.
+  void set_kicks_enabled(bool enabled) {
+    if (packed_)
+      packed_ring_.set_kicks_enabled(enabled);
+    else
+      ring_.set_kicks_enabled(enabled);
+  }
   const NetFeatures& features() const { return features_; }
   QueueStats& stats() { return stats_; }
   const QueueStats& stats() const { return stats_; }
@@ -80,9 +118,11 @@ class VirtQueue {
     }
   }
 
-  // Entries the guest posted and we have not consumed (RX buffers or TX packets): cheap, for
-  // refill thresholds. Counts the moment a corrupt ring is found.
-  uint16_t avail_count() {
+  // Chains the guest posted and we have not consumed (RX buffers or TX packets), for refill
+  // thresholds and a last look before sleeping: a packed ring is counted only up to `limit`
+  // (a split ring's index says it at once). Counts the moment a corrupt split ring is found.
+  uint16_t avail_count(uint16_t limit = UINT16_MAX) {
+    if (packed_) return packed_ring_.count_available(limit);
     const uint16_t n = ring_.avail_count();
     if (n == 0 && ring_.broken() && !broken_counted_) {
       ++stats_.ring_broken;
@@ -108,7 +148,7 @@ class VirtQueue {
   }
 
   // Ends a guest TX burst: makes the used entries visible and interrupts the guest if it asked
-  // for it.
+  // for it. `used_before`: used_token() when the burst began.
   void complete_burst(uint16_t used_before);
 
   // Ends a guest RX burst: publishes, then applies the notify policy. `delivered`: packets
@@ -140,9 +180,22 @@ class VirtQueue {
   void apply_notify_policy(uint16_t used_before, uint32_t delivered, uint16_t remaining,
                            uint64_t now_tsc);
   void interrupt_guest();
+  // Publishes what was staged since `used_before`; whether the guest asked to be interrupted.
+  bool publish_used(uint16_t used_before) {
+    if (used_token() == used_before) return false;
+    if (packed_) {
+      packed_ring_.publish_used();
+      return packed_ring_.guest_wants_interrupt();
+    }
+    ring_.publish_used();
+    return ring_.guest_wants_interrupt();
+  }
 
+  bool packed_ = false;
   SplitRing ring_;
   DescChainReader reader_;
+  PackedRing packed_ring_;
+  std::unique_ptr<PackedBatch> batch_;  // allocated when a packed ring first starts
   const GuestMemory* memory_ = nullptr;
   DirtyLog* log_ = nullptr;
   NetFeatures features_;

@@ -28,7 +28,7 @@ uint64_t offered_virtio_features(bool tso, bool zero_copy) {
                (1ull << kRingFEventIdx) | (1ull << kNetFMq) | (1ull << kNetFCtrlVq) |
                (1ull << kNetFCsum) | (1ull << kNetFGuestCsum) | (1ull << kFAnyLayout) |
                (1ull << kNetFGuestAnnounce) | (1ull << VHOST_USER_F_PROTOCOL_FEATURES) |
-               (1ull << kVhostFLogAll);
+               (1ull << kVhostFLogAll) | (1ull << kFRingPacked);
   // CTRL_VQ, GUEST_ANNOUNCE: the frontend (QEMU, virtio_user) serves the control queue itself.
   // LOG_ALL: live migration; while it is on, every guest page we write is logged.
   // IN_ORDER: both directions use chains in avail order (the mergeable gatherer keeps to it when
@@ -210,6 +210,7 @@ void VhostDevice::on_destroy_device(int vid) {
     apply_locked();  // stops every vring and hands its indices back to librte_vhost
     vrings_[guest_tx_vring(0)].pending_rarp.store(0);  // a RARP owed to this session only
     memory_.clear();
+    ring_memory_.clear();
     loaded_table_.clear();
     if (mapping_ != nullptr) {
       mapping_->release();  // chains still lent keep it until they complete
@@ -309,6 +310,7 @@ bool VhostDevice::load_memory_locked(bool force) {
   if (rte_vhost_get_mem_table(vid_, &table) != 0) {
     VQS_LOG(ERR, "%s: no guest memory table", path().c_str());
     memory_.clear();
+    ring_memory_.clear();
     loaded_table_.clear();
     return false;
   }
@@ -323,6 +325,7 @@ bool VhostDevice::load_memory_locked(bool force) {
   }
   loaded_table_.clear();
   memory_.clear();
+  ring_memory_.clear();
   if (mapping_ != nullptr) {
     mapping_->release();  // trackers with chains lent from it keep it
     mapping_ = nullptr;
@@ -342,6 +345,10 @@ bool VhostDevice::load_memory_locked(bool force) {
       const rte_vhost_mem_region& r = table->regions[i];
       regions.push_back({r.guest_phys_addr, r.size, r.fd, r.mmap_size,
                          r.host_user_addr - reinterpret_cast<uint64_t>(r.mmap_addr)});
+      // librte_vhost's ring pointers are in its mapping: a packed ring's writes are logged
+      // through this one.
+      (void)ring_memory_.add_region(r.guest_phys_addr, r.size,
+                                    reinterpret_cast<void*>(r.host_user_addr));
     }
     std::free(table);
     std::string error;
@@ -397,13 +404,19 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
     return false;
   }
   VirtQueue::Setup setup;
+  // librte_vhost's vring holds either format's areas, as negotiated.
   setup.addrs =
       SplitRingAddrs{reinterpret_cast<VringDesc*>(vr.desc), reinterpret_cast<VringAvail*>(vr.avail),
                      reinterpret_cast<VringUsed*>(vr.used), vr.size};
+  setup.packed_addrs = PackedRingAddrs{reinterpret_cast<VringPackedDesc*>(vr.desc_packed),
+                                       reinterpret_cast<VringPackedEvent*>(vr.driver_event),
+                                       reinterpret_cast<VringPackedEvent*>(vr.device_event),
+                                       vr.size};
   setup.last_avail_idx = last_avail;
   setup.last_used_idx = last_used;
   setup.features = negotiated_features();
   setup.memory = &memory_;
+  if (options_.zero_copy) setup.ring_memory = &ring_memory_;
   setup.callfd = vr.callfd;
   Vring& v = vrings_[index];
   if (dirty_logging()) {
@@ -429,7 +442,7 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
     return false;
   }
   // The gate is closed: the ring is ours to set up as the owner last asked.
-  if (v.kicks_armed.load()) v.queue.ring().set_kicks_enabled(true);
+  if (v.kicks_armed.load()) v.queue.set_kicks_enabled(true);
   v.kickfd = vr.kickfd;
   watch_kickfd_locked(v, true);
   return true;
@@ -442,8 +455,7 @@ void VhostDevice::stop_vring_locked(uint16_t index) {
   v.kickfd = -1;
   if (v.zero_copy != nullptr) return_lent_locked(v);
   // GET_VRING_BASE replies with librte_vhost's copy of the indices: keep it current.
-  const SplitRing& ring = v.queue.ring();
-  rte_vhost_set_vring_base(vid_, index, ring.last_avail_idx(), ring.last_used_idx());
+  rte_vhost_set_vring_base(vid_, index, v.queue.avail_base(), v.queue.used_base());
   v.queue.stop();
   v.started = false;
   if (v.zero_copy != nullptr) {

@@ -245,6 +245,8 @@ class VhostDevice {
   bool datapath_enabled_ = false;  // the owner's switch
   GuestMemory memory_;
   GuestMapping* mapping_ = nullptr;  // with zero-copy: our own mapping behind memory_
+  // With zero-copy, librte_vhost's own mapping, which its ring pointers point into.
+  GuestMemory ring_memory_;
   // The table memory_ was loaded from, to tell whether a reload would change anything (the fd
   // too: librte_vhost may map a new file where it unmapped the old one).
   struct LoadedRegion {

@@ -59,7 +59,7 @@ bool VhostDevice::arm_kicks(uint16_t vring, bool armed) {
   if (!armed && v.zero_copy != nullptr) v.zero_copy->arm_wake(false);
   VirtQueue* q = enter(vring);
   if (q == nullptr) return false;
-  q->ring().set_kicks_enabled(armed);
+  q->set_kicks_enabled(armed);
   // Lent chains completed by other threads go back to the guest when we next poll: they wake us
   // too (the guest may be waiting for them, e.g. TCP small queues).
   if (armed && v.zero_copy != nullptr) v.zero_copy->arm_wake(true);
@@ -68,7 +68,7 @@ bool VhostDevice::arm_kicks(uint16_t vring, bool armed) {
     pollfd p{v.kickfd, POLLIN, 0};
     eventfd_t ignored;
     if (poll(&p, 1, 0) == 1) (void)eventfd_read(v.kickfd, &ignored);
-    if (q->avail_count() > 0) (void)eventfd_write(v.kickfd, 1);
+    if (q->avail_count(1) > 0) (void)eventfd_write(v.kickfd, 1);
   }
   leave(vring);
   return true;

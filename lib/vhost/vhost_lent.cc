@@ -48,9 +48,8 @@ uint32_t VhostDevice::reap_orphans() {
 
 void VhostDevice::return_lent_locked(Vring& v) {
   ZeroCopyTracker& zc = *v.zero_copy;
-  SplitRing& ring = v.queue.ring();
-  if (!ring.attached()) return;
-  const uint16_t used_before = ring.last_used_idx();
+  if (!v.queue.attached()) return;
+  const uint16_t used_before = v.queue.used_token();
   const uint64_t hz = rte_get_timer_hz();
   // Suspended for a message, the ring restarts after it and chains lent now come back to it
   // then: only what completed already is returned. A stop (the device going, the vring
@@ -65,7 +64,12 @@ void VhostDevice::return_lent_locked(Vring& v) {
   uint64_t next_request = 0;
   // The gate is closed: this thread is the queue's owner now.
   while (true) {
-    if (zc.completions_waiting()) zc.reap(ring);
+    if (zc.completions_waiting()) {
+      if (v.queue.packed())
+        zc.reap(v.queue.packed_ring());
+      else
+        zc.reap(v.queue.ring());
+    }
     const uint64_t now = rte_get_timer_cycles();
     if (zc.in_flight() == 0 || now >= deadline) break;
     if (options_.release_lent && now >= next_request) {

@@ -39,6 +39,9 @@ int main(int argc, char** argv) {
                                    "256",
                                    "--no-pci",
                                    "--single-file-segments",
+                                   // virtio_user's AVX-512 packed paths, where the CPU has them
+                                   "--force-max-simd-bitwidth",
+                                   "512",
                                    "-d",
                                    plugin.string(),
                                    "--log-level",

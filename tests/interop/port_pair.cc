@@ -4,9 +4,11 @@
 #include <rte_bus_vdev.h>
 #include <rte_cycles.h>
 #include <rte_ip.h>
+#include <rte_vhost.h>
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <climits>
 #include <cstring>
 
 namespace vqs::test {
@@ -99,13 +101,25 @@ HostPort::~HostPort() { stop_vdev_port(port_, name_); }
 GuestPort::GuestPort(const HostPort& host, const GuestOptions& o) {
   name_ = "net_virtio_user" + std::to_string(next_serial++);
   const std::string args = "path=" + host.socket() + ",queues=" + std::to_string(o.queues) +
-                           ",queue_size=256,packed_vq=0,in_order=" + (o.in_order ? "1" : "0") +
-                           ",mrg_rxbuf=" + (o.mrg_rxbuf ? "1" : "0");
+                           ",queue_size=256,packed_vq=" + (o.packed ? "1" : "0") +
+                           ",in_order=" + (o.in_order ? "1" : "0") +
+                           ",mrg_rxbuf=" + (o.mrg_rxbuf ? "1" : "0") + o.extra;
   port_ = start_vdev_port(name_, args, o.queues, o.rx_offloads, o.tx_offloads, o.mtu);
   REQUIRE(wait_link(host.port(), true));
 }
 
 GuestPort::~GuestPort() { stop_vdev_port(port_, name_); }
+
+uint64_t negotiated_features(const std::string& socket) {
+  for (int vid = 0; vid < RTE_MAX_VHOST_DEVICE; ++vid) {
+    char name[PATH_MAX];
+    uint64_t features = 0;
+    if (rte_vhost_get_ifname(vid, name, sizeof(name)) == 0 && socket == name &&
+        rte_vhost_get_negotiated_features(vid, &features) == 0)
+      return features;
+  }
+  return 0;
+}
 
 rte_mbuf* make_packet(uint32_t len, uint32_t seed, bool tcp) {
   std::vector<uint8_t> f(len);

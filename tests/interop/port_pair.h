@@ -17,6 +17,8 @@ struct GuestOptions {
   uint16_t queues = 1;
   bool mrg_rxbuf = true;
   bool in_order = false;     // VIRTIO_F_IN_ORDER: virtio_user's in-order rx/tx paths
+  bool packed = false;       // VIRTIO_F_RING_PACKED: packed virtqueues (packed_vq=1)
+  std::string extra = {};    // further virtio_user devargs, e.g. ",vectorized=1"
   uint64_t rx_offloads = 0;  // e.g. TCP_CKSUM: the guest negotiates GUEST_CSUM
   uint64_t tx_offloads = 0;  // e.g. TCP_CKSUM: the guest negotiates CSUM
   uint16_t mtu = 9000;
@@ -63,6 +65,8 @@ std::vector<rte_mbuf*> receive(uint16_t port, uint16_t queue, size_t count, int 
 uint16_t send_all(uint16_t port, uint16_t queue, std::vector<rte_mbuf*> pkts);
 void free_all(const std::vector<rte_mbuf*>& pkts);
 
+// The features librte_vhost negotiated on the connection to `socket` (0 when there is none).
+uint64_t negotiated_features(const std::string& socket);
 // An xstat of `port` by name (the test fails if it does not exist).
 uint64_t xstat(uint16_t port, const std::string& name);
 // Mappings of hugepage files and memfds in /proc/self/maps, what guest memory is mapped from (the

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// One burst's access to a virtqueue's available chains, one class per ring format with the same
+// members, so that the datapath's bursts are written once and instantiated per format; the
+// format is chosen once per burst (VirtQueue::packed()), never per packet.
+//
+// A chain is named by a handle, valid for the burst: a split ring's head (read from the avail
+// ring once), a packed ring's index in the burst's PackedBatch. No EAL here.
+#pragma once
+
+#include <cstdint>
+
+#include "ring/virtqueue.h"
+
+namespace vqs {
+
+class SplitBurst {
+ public:
+  explicit SplitBurst(VirtQueue& vq) : vq_(vq), ring_(vq.ring()), reader_(vq.chain_reader()) {}
+  SplitRing& ring() { return ring_; }
+
+  // Chains available now. The index says them all at once, so `want` is only a hint here.
+  uint16_t available(uint16_t /*want*/) { return vq_.avail_count(); }
+  // Once the first `have` are used: how many there are now, up to `want` (no more than before).
+  uint16_t more(uint16_t have, uint16_t /*want*/) { return have; }
+
+  uint16_t handle(uint16_t i) const { return ring_.avail_head(i); }
+  uint8_t* single_buffer(uint16_t h, ChainAccess access, uint32_t* len) const {
+    return reader_.single_buffer(h, access, len);
+  }
+  ChainError read(uint16_t h, ChainAccess access, IoVecList& out,
+                  uint32_t* visited = nullptr) const {
+    return reader_.read(h, access, out, visited);
+  }
+  void put_used(uint16_t h, uint32_t len) { ring_.put_used(h, len); }
+  // What a zero-copy tracker keeps to return the chain later.
+  uint16_t id(uint16_t h) const { return h; }
+  uint16_t ring_slots(uint16_t /*h*/) const { return 1; }
+  // The first `count` chains are taken.
+  void consume(uint16_t count) { ring_.consume(count); }
+
+  void prefetch_tx(uint16_t count, uint32_t packet_bytes) const {
+    vq_.prefetch_tx_chains(count, packet_bytes);
+  }
+  void prefetch_rx(uint16_t count, uint32_t packet_bytes) const {
+    vq_.prefetch_rx_chains(count, packet_bytes);
+  }
+
+ private:
+  VirtQueue& vq_;
+  SplitRing& ring_;
+  const DescChainReader& reader_;
+};
+
+class PackedBurst {
+ public:
+  explicit PackedBurst(VirtQueue& vq)
+      : vq_(vq), ring_(vq.packed_ring()), batch_(vq.packed_batch()) {
+    batch_.begin(ring_);
+  }
+  PackedRing& ring() { return ring_; }
+
+  // Chains available now, copied into the batch: up to `want` (and the batch's capacity).
+  uint16_t available(uint16_t want) { return batch_.fill(want); }
+  uint16_t more(uint16_t /*have*/, uint16_t want) { return batch_.fill(want); }
+
+  uint16_t handle(uint16_t i) const { return i; }
+  uint8_t* single_buffer(uint16_t h, ChainAccess access, uint32_t* len) const {
+    return batch_.single_buffer(h, access, len);
+  }
+  ChainError read(uint16_t h, ChainAccess access, IoVecList& out,
+                  uint32_t* visited = nullptr) const {
+    return batch_.read(h, access, out, visited);
+  }
+  void put_used(uint16_t h, uint32_t len) {
+    const PackedBatch::Chain& c = batch_.chain(h);
+    ring_.put_used(c.id, len, c.descs);
+  }
+  uint16_t id(uint16_t h) const { return batch_.chain(h).id; }
+  uint16_t ring_slots(uint16_t h) const { return batch_.chain(h).descs; }
+  void consume(uint16_t count) { ring_.consume(batch_.slots(count)); }
+
+  // The descriptors were just copied (the copy was the miss); the buffers they name follow.
+  void prefetch_tx(uint16_t count, uint32_t packet_bytes) const {
+    const uint32_t bytes = vq_.features().net_hdr_size + packet_bytes;
+    for (uint16_t i = 0; i < count; ++i) batch_.prefetch_first_buffer(i, bytes);
+  }
+  void prefetch_rx(uint16_t count, uint32_t packet_bytes) const {
+    const uint32_t bytes = vq_.features().net_hdr_size + packet_bytes;
+    for (uint16_t i = 0; i < count; ++i) batch_.prefetch_first_buffer_for_write(i, bytes);
+  }
+
+ private:
+  VirtQueue& vq_;
+  PackedRing& ring_;
+  PackedBatch& batch_;
+};
+
+}  // namespace vqs

@@ -1,10 +1,19 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "datapath_fixture.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
 namespace vqs::test {
+
+uint64_t test_ring_format() {
+  static const uint64_t format = [] {
+    const char* ring = std::getenv("VQS_TEST_RING");
+    return ring != nullptr && std::strcmp(ring, "packed") == 0 ? bit(kFRingPacked) : 0;
+  }();
+  return format;
+}
 
 rte_mempool* test_pool() {
   static rte_mempool* pool =

@@ -23,10 +23,16 @@ rte_mempool* test_pool();
 // A pool of `size` mbufs for exhaustion tests.
 rte_mempool* small_pool(unsigned size);
 
+// The ring format the datapath tests run on: VIRTIO_F_RING_PACKED when VQS_TEST_RING=packed
+// (meson runs the suite once per format; tests of split-ring layouts are tagged [split]), else 0.
+uint64_t test_ring_format();
+
 struct Device {
   explicit Device(uint64_t features, uint16_t ring_size = 256, uint16_t start_idx = 0,
                   const std::vector<uint64_t>& region_sizes = {32 << 20, 32 << 20, 8 << 20})
-      : mem(region_sizes), tx(mem, ring_size, features), rx(mem, ring_size, features) {
+      : mem(region_sizes),
+        tx(mem, ring_size, features | test_ring_format()),
+        rx(mem, ring_size, features | test_ring_format()) {
     tx.start_at(start_idx);
     rx.start_at(start_idx);
     REQUIRE(txq.start(tx.setup()));

@@ -74,12 +74,11 @@ TEST_CASE("an empty mbuf pool leaves packets in the guest's ring, counted, none 
 
 TEST_CASE("dequeue of a stopped queue does nothing") {
   Device dev(kModernFeatures);
+  const VirtQueue::Setup fresh = dev.tx.setup();
   send_n(dev.tx, 3, 100);
   dev.txq.stop();
   CHECK(dev.dequeue().empty());
-  VirtQueue::Setup s = dev.tx.setup();
-  s.last_avail_idx = 0;
-  REQUIRE(dev.txq.start(s));
+  REQUIRE(dev.txq.start(fresh));
   CHECK(dev.dequeue().size() == 3);
 }
 
@@ -87,8 +86,8 @@ TEST_CASE("resuming from a vring base continues where the previous device stoppe
   Device dev(kModernFeatures);
   send_n(dev.tx, 5, 100);
   CHECK(dev.dequeue(2).size() == 2);
-  const uint16_t last_avail = dev.txq.ring().last_avail_idx();
-  const uint16_t last_used = dev.txq.ring().last_used_idx();
+  const uint16_t last_avail = dev.txq.avail_base();
+  const uint16_t last_used = dev.txq.used_base();
   dev.txq.stop();
   VirtQueue::Setup s = dev.tx.setup();
   s.last_avail_idx = last_avail;

@@ -130,7 +130,7 @@ TEST_CASE("guest interrupts after RX follow the guest's suppression") {
   CHECK(dev.rxq.stats().guest_notifications == 2);
 }
 
-TEST_CASE("the virtio-net header is right whatever the buffer held before") {
+TEST_CASE("the virtio-net header is right whatever the buffer held before", "[split]") {
   // The fast path writes the header only where the guest's copy differs: both cases must end
   // with the same bytes.
   for (const uint64_t features :

@@ -48,7 +48,7 @@ void bad_tx_chain_is_consumed(Make make, DropReason reason = DropReason::kInvali
 
 }  // namespace
 
-TEST_CASE("hostile TX chains are consumed, counted and the queue goes on") {
+TEST_CASE("hostile TX chains are consumed, counted and the queue goes on", "[split]") {
   SECTION("address outside every region") {
     bad_tx_chain_is_consumed([](SimGuest& g) { return add_desc(g, 0x10, 100, 0); });
   }
@@ -122,7 +122,7 @@ TEST_CASE("hostile TX chains are consumed, counted and the queue goes on") {
   }
 }
 
-TEST_CASE("an avail index jumping more than the ring size breaks the queue, counted") {
+TEST_CASE("an avail index jumping more than the ring size breaks the queue, counted", "[split]") {
   Device dev(kFeatures, 16);
   SimPacket p;
   p.data = make_frame(64, 1);
@@ -140,7 +140,7 @@ TEST_CASE("an avail index jumping more than the ring size breaks the queue, coun
   rte_pktmbuf_free(m);
 }
 
-TEST_CASE("hostile RX chains are consumed with length 0 and the packet goes on") {
+TEST_CASE("hostile RX chains are consumed with length 0 and the packet goes on", "[split]") {
   for (bool mrg : {false, true}) {
     Device dev(kFeatures | (mrg ? bit(kNetFMrgRxbuf) : 0), 64);
     SimGuest& g = dev.rx;
@@ -174,7 +174,7 @@ TEST_CASE("hostile RX chains are consumed with length 0 and the packet goes on")
   }
 }
 
-TEST_CASE("mergeable: an invalid chain behind gathered buffers when the ring runs dry") {
+TEST_CASE("mergeable: an invalid chain behind gathered buffers when the ring runs dry", "[split]") {
   Device dev(kFeatures | bit(kNetFMrgRxbuf), 64);
   SimGuest& g = dev.rx;
   g.post_rx(1, 1000);
@@ -194,7 +194,7 @@ TEST_CASE("mergeable: an invalid chain behind gathered buffers when the ring run
   CHECK(g.receive().size() == 1);
 }
 
-TEST_CASE("mergeable with IN_ORDER: an invalid chain among gathered buffers keeps ring order") {
+TEST_CASE("mergeable with IN_ORDER: an invalid chain among gathered buffers keeps ring order", "[split]") {
   for (bool in_order : {false, true}) {
     Device dev(kFeatures | bit(kNetFMrgRxbuf) | (in_order ? bit(kFInOrder) : 0), 64);
     SimGuest& g = dev.rx;
@@ -236,7 +236,7 @@ TEST_CASE("mergeable with IN_ORDER: an invalid chain among gathered buffers keep
   }
 }
 
-TEST_CASE("random rings: whatever the guest writes, the device survives and counts") {
+TEST_CASE("random rings: whatever the guest writes, the device survives and counts", "[split]") {
   std::mt19937_64 rng(20261130);
   for (int round = 0; round < 400; ++round) {
     const bool mrg = round & 1;
@@ -282,7 +282,7 @@ TEST_CASE("random rings: whatever the guest writes, the device survives and coun
   CHECK(rte_mempool_in_use_count(test_pool()) == 0);
 }
 
-TEST_CASE("a ring full of invalid chains costs one burst a bounded amount of work") {
+TEST_CASE("a ring full of invalid chains costs one burst a bounded amount of work", "[split]") {
   // Every chain a self-loop of empty descriptors: before the descriptor budget each took the
   // whole ring size to reject, and one packet walked every chain in the ring.
   for (bool mrg : {false, true}) {
@@ -313,7 +313,7 @@ TEST_CASE("a ring full of invalid chains costs one burst a bounded amount of wor
 // Issue 16, hole 2: valid chains of 1023 empty descriptors and one header-sized one, every avail
 // entry naming the same chain. The burst's descriptor budget must cut mergeable RX's gathering
 // and count the cut. See docs/architecture.md, "Enqueue (guest RX)".
-TEST_CASE("mergeable RX: chains of empty descriptors cost a burst a bounded number of reads") {
+TEST_CASE("mergeable RX: chains of empty descriptors cost a burst a bounded number of reads", "[split]") {
   Device dev(kFeatures | bit(kNetFMrgRxbuf), 1024, 0, {4 << 20, 4 << 20, 2 << 20});
   SimGuest& g = dev.rx;
   const uint64_t empty = g.memory().alloc(64);

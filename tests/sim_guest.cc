@@ -76,7 +76,23 @@ SimGuest::SimGuest(SimMemory& memory, uint16_t ring_size, uint64_t features)
     : memory_(memory),
       size_(ring_size),
       features_(features),
-      hdr_size_(NetFeatures::from_bits(features).net_hdr_size) {
+      hdr_size_(NetFeatures::from_bits(features).net_hdr_size),
+      packed_((features >> kFRingPacked) & 1) {
+  callfd_ = eventfd(0, EFD_NONBLOCK);
+  check(callfd_ >= 0, "eventfd");
+  if (packed_) {
+    const uint64_t desc_gpa = memory.alloc_ring_memory(16ull * size_, 16);
+    const uint64_t driver_gpa = memory.alloc_ring_memory(4, 4);
+    const uint64_t device_gpa = memory.alloc_ring_memory(4, 4);
+    packed_desc_ = reinterpret_cast<VringPackedDesc*>(memory.host(desc_gpa, 16ull * size_));
+    driver_event_ = reinterpret_cast<VringPackedEvent*>(memory.host(driver_gpa, 4));
+    device_event_ = reinterpret_cast<VringPackedEvent*>(memory.host(device_gpa, 4));
+    std::memset(packed_desc_, 0, 16ull * size_);  // a driver starts from a zeroed ring
+    *driver_event_ = {};
+    *device_event_ = {};
+    for (int i = size_ - 1; i >= 0; --i) free_.push_back(static_cast<uint16_t>(i));  // ids
+    return;
+  }
   const uint64_t desc_gpa = memory.alloc_ring_memory(16ull * size_, 16);
   const uint64_t avail_gpa = memory.alloc_ring_memory(6 + 2ull * size_, 2);
   const uint64_t used_gpa = memory.alloc_ring_memory(6 + 8ull * size_, 4);
@@ -88,14 +104,21 @@ SimGuest::SimGuest(SimMemory& memory, uint16_t ring_size, uint64_t features)
   std::memset(used_, 0, 6 + 8ull * size_);
   addrs_ = SplitRingAddrs{desc_, avail_, used_, size_};
   for (int i = size_ - 1; i >= 0; --i) free_.push_back(static_cast<uint16_t>(i));
-  callfd_ = eventfd(0, EFD_NONBLOCK);
-  check(callfd_ >= 0, "eventfd");
 }
 
 SimGuest::~SimGuest() { close(callfd_); }
 
 VirtQueue::Setup SimGuest::setup() const {
   VirtQueue::Setup s;
+  if (packed_) {
+    s.packed_addrs = PackedRingAddrs{packed_desc_, driver_event_, device_event_, size_};
+    s.last_avail_idx = avail_pos_.base();
+    s.last_used_idx = used_pos_.base();
+    s.features = features_;
+    s.memory = &memory_.table();
+    s.callfd = callfd_;
+    return s;
+  }
   s.addrs = addrs_;
   s.last_avail_idx = avail_shadow_;
   s.last_used_idx = used_->idx;
@@ -106,6 +129,17 @@ VirtQueue::Setup SimGuest::setup() const {
 }
 
 void SimGuest::start_at(uint16_t idx) {
+  if (packed_) {  // `idx` slots on from a fresh ring: a lap's wrap counter when past the end
+    avail_pos_ = used_pos_ = PackedPos{}.advanced(idx, size_);
+    // Every slot as the lap before its next one left it: used (AVAIL == USED) with the other
+    // wrap counter, so neither available nor used in the lap to come.
+    for (uint16_t slot = 0; slot < size_; ++slot) {
+      const bool next_lap = slot >= avail_pos_.slot ? avail_pos_.wrap : !avail_pos_.wrap;
+      packed_desc_[slot].flags =
+          next_lap ? 0 : static_cast<uint16_t>(kVringPackedDescFAvail | kVringPackedDescFUsed);
+    }
+    return;
+  }
   set_avail_idx(idx);
   used_->idx = idx;
   last_used_seen_ = idx;
@@ -116,7 +150,71 @@ uint64_t SimGuest::take_interrupts() {
   return eventfd_read(callfd_, &value) == 0 ? value : 0;
 }
 
+void SimGuest::split_only(const char* what) const {
+  if (packed_) throw std::runtime_error(std::string("SimGuest::") + what + ": split rings only");
+}
+
+uint16_t SimGuest::packed_chain(const std::vector<std::pair<uint64_t, uint32_t>>& bufs,
+                                uint16_t flags, bool indirect) {
+  check(!bufs.empty(), "empty chain");
+  check(!free_.empty(), "SimGuest: no free buffer id");
+  const uint16_t slots = indirect ? 1 : static_cast<uint16_t>(bufs.size());
+  uint32_t in_use = 0;
+  for (const auto& [id, n] : id_slots_) in_use += n;
+  check(in_use + slots <= size_, "SimGuest: packed ring full");
+  const uint16_t id = free_.back();
+  free_.pop_back();
+  auto lap_flags = [](bool wrap) { return wrap ? kVringPackedDescFAvail : kVringPackedDescFUsed; };
+  const uint16_t head_slot = avail_pos_.slot;
+  uint16_t head_flags = 0;
+  if (indirect) {
+    const uint64_t table_gpa = memory_.alloc_ring_memory(16 * bufs.size(), 16);
+    auto* table = reinterpret_cast<VringPackedDesc*>(memory_.host(table_gpa, 16 * bufs.size()));
+    for (size_t i = 0; i < bufs.size(); ++i)
+      table[i] = VringPackedDesc{bufs[i].first, bufs[i].second, 0, flags};
+    packed_desc_[head_slot] =
+        VringPackedDesc{table_gpa, static_cast<uint32_t>(16 * bufs.size()), id, 0};
+    head_flags = kVringDescFIndirect | lap_flags(avail_pos_.wrap);
+    avail_pos_ = avail_pos_.advanced(1, size_);
+  } else {
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      VringPackedDesc& d = packed_desc_[avail_pos_.slot];
+      d.addr = bufs[i].first;
+      d.len = bufs[i].second;
+      d.id = id;
+      const uint16_t f = static_cast<uint16_t>(flags | (i + 1 < bufs.size() ? kVringDescFNext : 0) |
+                                               lap_flags(avail_pos_.wrap));
+      if (i == 0)
+        head_flags = f;
+      else
+        __atomic_store_n(&d.flags, f, __ATOMIC_RELEASE);
+      avail_pos_ = avail_pos_.advanced(1, size_);
+    }
+  }
+  unpublished_.emplace_back(head_slot, head_flags);
+  id_slots_[id] = slots;
+  return id;
+}
+
+std::vector<VringUsedElem> SimGuest::take_used_packed() {
+  std::vector<VringUsedElem> out;
+  for (;;) {
+    const uint16_t flags = __atomic_load_n(&packed_desc_[used_pos_.slot].flags, __ATOMIC_ACQUIRE);
+    const bool avail = flags & kVringPackedDescFAvail, used = flags & kVringPackedDescFUsed;
+    if (avail != used || used != used_pos_.wrap) break;
+    const VringPackedDesc d = packed_desc_[used_pos_.slot];
+    auto it = id_slots_.find(d.id);
+    check(it != id_slots_.end(), "used id not in flight");
+    out.push_back(VringUsedElem{d.id, d.len});
+    used_pos_ = used_pos_.advanced(it->second, size_);
+    id_slots_.erase(it);
+    free_.push_back(d.id);
+  }
+  return out;
+}
+
 uint16_t SimGuest::alloc_desc() {
+  split_only("alloc_desc()");
   check(!free_.empty(), "SimGuest: descriptor table full");
   const uint16_t i = free_.back();
   free_.pop_back();
@@ -178,6 +276,11 @@ uint16_t SimGuest::send(const SimPacket& packet, const TxLayout& layout, bool pu
       add(memory_.alloc(n), n);
     }
   }
+  if (packed_) {
+    const uint16_t id = packed_chain(bufs, 0, layout.indirect);
+    if (publish_now) publish();
+    return id;
+  }
   const uint16_t head = chain(bufs, 0, layout.indirect);
   post_head(head);
   if (publish_now) publish();
@@ -191,6 +294,10 @@ void SimGuest::post_rx(uint16_t count, uint32_t buf_len, uint32_t pieces, bool i
       const uint32_t n = p + 1 == pieces ? buf_len - (buf_len / pieces) * p : buf_len / pieces;
       bufs.emplace_back(memory_.alloc(n), n);
     }
+    if (packed_) {
+      rx_bufs_[packed_chain(bufs, kVringDescFWrite, indirect)] = bufs;
+      continue;
+    }
     const uint16_t head = chain(bufs, kVringDescFWrite, indirect);
     rx_bufs_[head] = bufs;
     post_head(head);
@@ -199,22 +306,54 @@ void SimGuest::post_rx(uint16_t count, uint32_t buf_len, uint32_t pieces, bool i
 }
 
 void SimGuest::post_head(uint16_t head) {
+  split_only("post_head()");
   avail_->ring[avail_shadow_ % size_] = head;
   ++avail_shadow_;
 }
 
-void SimGuest::publish() { __atomic_store_n(&avail_->idx, avail_shadow_, __ATOMIC_RELEASE); }
+void SimGuest::publish() {
+  if (packed_) {  // the heads' flags, in ring order: each chain becomes available whole
+    for (const auto& [slot, flags] : unpublished_)
+      __atomic_store_n(&packed_desc_[slot].flags, flags, __ATOMIC_RELEASE);
+    unpublished_.clear();
+    return;
+  }
+  __atomic_store_n(&avail_->idx, avail_shadow_, __ATOMIC_RELEASE);
+}
 
 void SimGuest::set_avail_idx(uint16_t idx) {
+  split_only("set_avail_idx()");
   avail_shadow_ = idx;
   publish();
 }
 
-uint16_t SimGuest::used_idx() const { return __atomic_load_n(&used_->idx, __ATOMIC_ACQUIRE); }
+uint16_t SimGuest::used_idx() const {
+  split_only("used_idx()");
+  return __atomic_load_n(&used_->idx, __ATOMIC_ACQUIRE);
+}
 
-void SimGuest::set_used_event(uint16_t idx) { avail_->ring[size_] = idx; }
+void SimGuest::set_used_event(uint16_t idx) {
+  if (packed_) {
+    driver_event_->off_wrap = PackedPos{}.advanced(idx, size_).base();
+    __atomic_store_n(&driver_event_->flags, kVringPackedEventFDesc, __ATOMIC_RELEASE);
+    return;
+  }
+  avail_->ring[size_] = idx;
+}
+
+void SimGuest::set_avail_flags(uint16_t flags) {
+  if (packed_) {
+    __atomic_store_n(
+        &driver_event_->flags,
+        (flags & kVringAvailFNoInterrupt) ? kVringPackedEventFDisable : kVringPackedEventFEnable,
+        __ATOMIC_RELEASE);
+    return;
+  }
+  avail_->flags = flags;
+}
 
 uint16_t SimGuest::avail_event() const {
+  split_only("avail_event()");
   uint16_t value;
   std::memcpy(&value, &used_->ring[size_], sizeof(value));
   return value;
@@ -228,6 +367,7 @@ void SimGuest::free_chain(uint16_t head) {
 }
 
 std::vector<VringUsedElem> SimGuest::take_used() {
+  if (packed_) return take_used_packed();
   std::vector<VringUsedElem> out;
   const uint16_t end = used_idx();
   for (; last_used_seen_ != end; ++last_used_seen_) {

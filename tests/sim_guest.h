@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ring/guest_memory.h"
+#include "ring/packed_ring.h"
 #include "ring/virtqueue.h"
 
 namespace vqs::test {
@@ -63,9 +64,13 @@ struct TxLayout {
   bool cross_region = false;     // the (header and) data buffer crosses the region 0/1 boundary
 };
 
+// With VIRTIO_F_RING_PACKED in its features, a packed driver (virtio 1.1, 2.8): chains made
+// available at its position with ids of its own, used entries read in place. The raw split-ring
+// accessors below are for split rings only (they throw otherwise).
 class SimGuest {
  public:
   SimGuest(SimMemory& memory, uint16_t ring_size, uint64_t features);
+  bool packed() const { return packed_; }
   ~SimGuest();
 
   // The queue as the device is handed it; indices where the guest's rings stand now.
@@ -91,16 +96,28 @@ class SimGuest {
 
   // Raw access for hostile layouts.
   uint16_t alloc_desc();
-  VringDesc& desc(uint16_t i) { return desc_[i]; }
+  VringDesc& desc(uint16_t i) {
+    split_only("desc()");
+    return desc_[i];
+  }
   void post_head(uint16_t head);     // avail ring entry, not yet published
   void publish();                    // avail->idx
   void set_avail_idx(uint16_t idx);  // whatever the device should believe
-  uint16_t avail_idx() const { return avail_shadow_; }
+  uint16_t avail_idx() const {
+    split_only("avail_idx()");
+    return avail_shadow_;
+  }
   uint16_t used_idx() const;
-  void set_avail_flags(uint16_t flags) { avail_->flags = flags; }
+  // Interrupt suppression. Packed: kVringAvailFNoInterrupt disables interrupts in the driver's
+  // event area (0 enables them), and used_event `idx` asks for one at the position `idx` slots
+  // from a fresh ring's start (as a split index for chains of one descriptor).
+  void set_avail_flags(uint16_t flags);
   void set_used_event(uint16_t idx);
   uint16_t avail_event() const;
-  uint16_t used_flags() const { return used_->flags; }
+  uint16_t used_flags() const {
+    split_only("used_flags()");
+    return used_->flags;
+  }
   uint16_t free_descs() const { return static_cast<uint16_t>(free_.size()); }
   SimMemory& memory() { return memory_; }
 
@@ -108,6 +125,12 @@ class SimGuest {
   uint16_t chain(const std::vector<std::pair<uint64_t, uint32_t>>& bufs, uint16_t flags,
                  bool indirect);
   void free_chain(uint16_t head);
+  // Packed: writes the chain at the driver's position, all but its head's flags (publish()
+  // writes those, in order); returns its id.
+  uint16_t packed_chain(const std::vector<std::pair<uint64_t, uint32_t>>& bufs, uint16_t flags,
+                        bool indirect);
+  std::vector<VringUsedElem> take_used_packed();
+  void split_only(const char* what) const;
 
   SimMemory& memory_;
   uint16_t size_;
@@ -121,6 +144,14 @@ class SimGuest {
   uint16_t last_used_seen_ = 0;
   int callfd_ = -1;
   std::vector<uint16_t> free_;
+  bool packed_ = false;
+  VringPackedDesc* packed_desc_ = nullptr;
+  VringPackedEvent* driver_event_ = nullptr;
+  VringPackedEvent* device_event_ = nullptr;
+  PackedPos avail_pos_;  // packed: where the driver makes the next chain available
+  PackedPos used_pos_;   // packed: where it reads the next used entry
+  std::vector<std::pair<uint16_t, uint16_t>> unpublished_;  // packed: (slot, head flags)
+  std::map<uint16_t, uint16_t> id_slots_;                   // packed: id -> slots its chain takes
   std::map<uint16_t, std::vector<uint16_t>> chain_descs_;                   // head -> table entries
   std::map<uint16_t, std::vector<std::pair<uint64_t, uint32_t>>> rx_bufs_;  // head -> buffers
 };

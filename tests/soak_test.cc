@@ -97,7 +97,7 @@ void restart_if_broken(VirtQueue& q, SimGuest& g, ZeroCopyTracker* zero_copy) {
 
 }  // namespace
 
-TEST_CASE("soak: a guest rewriting its rings during 10^6 bursts each way") {
+TEST_CASE("soak: a guest rewriting its rings during 10^6 bursts each way", "[split]") {
   for (const bool zero_copy : {false, true}) {
     INFO("zero-copy " << zero_copy);
     rte_mempool* pool = small_pool(2047);

@@ -21,7 +21,7 @@ namespace vqs {
 class PackedBatch {
  public:
   // Chains and descriptors one batch holds: a burst's worth, and one longest chain.
-  static constexpr uint16_t kMaxChains = 256;
+  static constexpr uint16_t kMaxChains = 512;
   static constexpr uint32_t kMaxDescs = IoVecList::kCapacity;
 
   struct Chain {

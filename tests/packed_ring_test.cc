@@ -471,3 +471,46 @@ TEST_CASE("packed: a chain longer than the bound goes back whole") {
   CHECK(f.next(ChainAccess::kDeviceReads, &chain) == ChainError::kNone);
   CHECK(chain.id == next);
 }
+
+TEST_CASE("packed: a restart resumes at the frontend's base, or where the descriptors say") {
+  const uint16_t size = 16;
+  Fixture f(size);
+  const uint64_t buf = f.memory.alloc(4096);
+  bool recovered = true;
+  // A fresh ring, the driver ahead by a few receive buffers: the base (0x8000) agrees.
+  for (int i = 0; i < 3; ++i) f.driver.post({{buf, 64, true}});
+  CHECK(PackedRing::resume_position(f.driver.addrs().desc, size, PackedPos{}, &recovered) ==
+        PackedPos{});
+  CHECK_FALSE(recovered);
+  // Traffic over several laps; the device stops with `outstanding` chains posted, not taken.
+  const uint32_t taken = GENERATE(3u, 16u, 21u, 40u, 47u);
+  const uint32_t outstanding = GENERATE(0u, 1u, 5u);
+  INFO("taken " << taken << " outstanding " << outstanding);
+  PackedChain chain;
+  for (uint32_t i = 0; i < 3; ++i) {  // the three posted above
+    REQUIRE(f.next(ChainAccess::kDeviceWrites, &chain) == ChainError::kNone);
+    f.ring.put_used(chain.id, 0, chain.descs);
+  }
+  f.ring.publish_used();
+  f.driver.take_used();
+  for (uint32_t i = 3; i < taken; ++i) {
+    f.driver.post({{buf, 64, false}});
+    REQUIRE(f.next(ChainAccess::kDeviceReads, &chain) == ChainError::kNone);
+    f.ring.put_used(chain.id, 0, chain.descs);
+    f.ring.publish_used();
+    f.driver.take_used();
+  }
+  for (uint32_t i = 0; i < outstanding; ++i) f.driver.post({{buf, 64, false}});
+  const PackedPos now = f.ring.next_avail();
+  REQUIRE(now == f.ring.next_used());
+  // The right base agrees.
+  CHECK(PackedRing::resume_position(f.driver.addrs().desc, size, now, &recovered) == now);
+  CHECK_FALSE(recovered);
+  // A stale one (the start, a slot behind, a lap behind) is corrected from the descriptors.
+  for (const PackedPos stale : {PackedPos{}, now.before(size), now.advanced(size, size)}) {
+    if (stale == now) continue;
+    INFO("stale base 0x" << std::hex << stale.base());
+    CHECK(PackedRing::resume_position(f.driver.addrs().desc, size, stale, &recovered) == now);
+    CHECK(recovered);
+  }
+}

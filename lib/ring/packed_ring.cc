@@ -19,6 +19,39 @@ uint16_t PackedRing::count_available(uint16_t limit) const {
   return chains;
 }
 
+PackedPos PackedRing::resume_position(const VringPackedDesc* desc, uint16_t size,
+                                      PackedPos base, bool* recovered) {
+  auto flags = [desc](uint16_t slot) { return __atomic_load_n(&desc[slot].flags, __ATOMIC_ACQUIRE); };
+  // A slot's AVAIL bit is the lap the driver last made it available in (marking it used keeps it).
+  // The driver's position is where that changes; a ring all of one lap was just completed.
+  const bool first_lap = (flags(0) & kVringPackedDescFAvail) != 0;
+  PackedPos driver{0, !first_lap};
+  for (uint16_t slot = 1; slot < size; ++slot) {
+    if (((flags(slot) & kVringPackedDescFAvail) != 0) != first_lap) {
+      driver = PackedPos{slot, first_lap};
+      break;
+    }
+  }
+  // Slots from `base` to the driver's position, counted over two laps (positions repeat then).
+  auto index = [size](PackedPos p) { return uint32_t{p.slot} + (p.wrap ? size : 0u); };
+  const uint32_t distance = (index(driver) + 2u * size - index(base)) % (2u * size);
+  bool agrees = base.slot < size && distance <= size;
+  PackedPos at = base;
+  for (uint32_t i = 0; agrees && i < distance; ++i) {
+    agrees = packed_desc_available(flags(at.slot), at.wrap);
+    at = at.advanced(1, size);
+  }
+  *recovered = !agrees;
+  if (agrees) return base;
+  PackedPos resume = driver;
+  for (uint32_t i = 0; i < size; ++i) {
+    const PackedPos behind = resume.before(size);
+    if (!packed_desc_available(flags(behind.slot), behind.wrap)) break;
+    resume = behind;
+  }
+  return resume;
+}
+
 bool PackedRing::attach(const PackedRingAddrs& addrs, uint16_t avail_base, uint16_t used_base,
                         bool event_idx) {
   if (addrs.desc == nullptr || addrs.driver_event == nullptr || addrs.device_event == nullptr)

@@ -40,6 +40,11 @@ struct PackedPos {
     }
     return PackedPos{static_cast<uint16_t>(s), w};
   }
+  // One slot back, in a ring of `size`.
+  PackedPos before(uint16_t size) const {
+    return slot == 0 ? PackedPos{static_cast<uint16_t>(size - 1), !wrap}
+                     : PackedPos{static_cast<uint16_t>(slot - 1), wrap};
+  }
   bool operator==(const PackedPos&) const = default;
 };
 
@@ -53,6 +58,18 @@ inline bool packed_desc_available(uint16_t flags, bool wrap) {
 class PackedRing {
  public:
   static constexpr uint32_t kMaxSize = 32768;
+
+  // Where a device resumes a ring whose frontend gave one base for both positions, as
+  // SET_VRING_BASE does (docs/architecture.md, "Packed rings after a restart"). `base` when the
+  // descriptors agree with it: the slots from it to the driver's position are all available.
+  // Otherwise the frontend's base is stale (QEMU keeps none of its own for a packed ring whose
+  // backend went away) and the position is found from the descriptors: the driver's position,
+  // where the slots' laps change, then back over the available slots behind it, to the first one
+  // the device had not marked used. Exact while each chain takes one slot (indirect tables, one
+  // buffer per receive chain: what Linux and DPDK post when INDIRECT_DESC is negotiated).
+  // `recovered` says which. Reads each slot's flags at most twice.
+  static PackedPos resume_position(const VringPackedDesc* desc, uint16_t size, PackedPos base,
+                                   bool* recovered);
 
   // Fails on a null area or a size of 0 or above kMaxSize. The bases are where the device
   // resumes (librte_vhost's vring base: 0x8000 on a fresh device). Guest kicks start disabled.

@@ -15,8 +15,17 @@ bool VirtQueue::start(const Setup& setup) {
     // Before attaching: attaching writes the ring's notification suppression state.
     packed_ring_.set_dirty_log(setup.dirty_log,
                                setup.ring_memory != nullptr ? setup.ring_memory : setup.memory);
-    if (!packed_ring_.attach(setup.packed_addrs, setup.last_avail_idx, setup.last_used_idx,
-                             features_.event_idx)) {
+    uint16_t avail_base = setup.last_avail_idx, used_base = setup.last_used_idx;
+    resumed_from_ring_ = false;
+    const PackedRingAddrs& addrs = setup.packed_addrs;
+    if (avail_base == used_base && addrs.desc != nullptr && addrs.size != 0 &&
+        addrs.size <= PackedRing::kMaxSize && (avail_base & 0x7fff) < addrs.size) {
+      // One base for both, as a frontend gives it: checked against the ring (it may be stale).
+      const PackedPos resume = PackedRing::resume_position(
+          addrs.desc, addrs.size, PackedPos::from_base(avail_base), &resumed_from_ring_);
+      avail_base = used_base = resume.base();
+    }
+    if (!packed_ring_.attach(addrs, avail_base, used_base, features_.event_idx)) {
       packed_ring_.detach();
       return false;
     }

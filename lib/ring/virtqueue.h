@@ -77,6 +77,9 @@ class VirtQueue {
   const PackedRing& packed_ring() const { return packed_ring_; }
   PackedBatch& packed_batch() { return *batch_; }
 
+  // Packed: whether start() found the frontend's base stale and resumed where the ring's
+  // descriptors say (PackedRing::resume_position).
+  bool resumed_from_ring() const { return resumed_from_ring_; }
   // Where the device stands, as librte_vhost's vring base encodes it (packed: the wrap counters
   // in bit 15), for a restart to resume from.
   uint16_t avail_base() const {
@@ -192,6 +195,7 @@ class VirtQueue {
   }
 
   bool packed_ = false;
+  bool resumed_from_ring_ = false;
   SplitRing ring_;
   DescChainReader reader_;
   PackedRing packed_ring_;

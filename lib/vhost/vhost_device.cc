@@ -441,6 +441,11 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
     VQS_LOG(ERR, "%s: vring %u: unusable ring (size %u)", path().c_str(), index, vr.size);
     return false;
   }
+  if (v.queue.resumed_from_ring())
+    VQS_LOG(WARNING,
+            "%s: vring %u: the frontend's base 0x%04x disagrees with the packed ring; resuming at "
+            "0x%04x, where its descriptors say",
+            path().c_str(), index, last_avail, v.queue.avail_base());
   // The gate is closed: the ring is ours to set up as the owner last asked.
   if (v.kicks_armed.load()) v.queue.set_kicks_enabled(true);
   v.kickfd = vr.kickfd;

@@ -4,8 +4,9 @@
 # and virtio_net (scripts/guest/build.sh), QEMU 7.2 with TCG (no KVM here: vectors=0). Three at
 # once on one bridge with a net_tap port into this host's stack:
 #   g0: vqswitch serves the socket, QEMU connects as client with reconnect=1;
-#   g1: the same with two queue pairs (mq=on, two vCPUs): both queues must carry traffic;
-#   g2: QEMU serves the socket (server=on), vqswitch connects (mode: client).
+#   g1: the same with two queue pairs (mq=on, two vCPUs) and packed virtqueues (packed=on): both
+#       queues must carry traffic;
+#   g2: QEMU serves the socket (server=on), vqswitch connects (mode: client); packed virtqueues.
 # Each guest pings the host and the guest before it through the bridge; the host pings each.
 # Then vqswitch restarts under them: each guest answers again, without a reboot.
 #   qemu_guest_test.sh VQSWITCH VQSWITCHCTL SOURCE_DIR
@@ -50,9 +51,10 @@ forwarding: {mode: bridge}
 YAML
 
 # QEMU as docs/guests.md gives it: guest RAM shared with vqswitch (a hugetlbfs file, share=on).
-# $1 name, $2 vCPUs, $3 last byte of its address, $4 its chardev options, $5 its netdev queues.
+# $1 name, $2 vCPUs, $3 last byte of its address, $4 its chardev options, $5 its netdev queues,
+# $6 further virtio-net-pci options.
 qemu() {
-  local name=$1 cpus=$2 n=$3 chardev=$4 queues=$5 mq=""
+  local name=$1 cpus=$2 n=$3 chardev=$4 queues=$5 device_opts=${6:-} mq=""
   [ "$queues" -gt 1 ] && mq=",mq=on"
   local peers=$host
   [ "$n" -gt 2 ] && peers="$host,${net%.0}.$((n - 1))"
@@ -62,12 +64,12 @@ qemu() {
     -append "console=ttyS0 quiet panic=-1 vqs.ip=${net%.0}.$n/24 vqs.ping=$peers vqs.watch=$host" \
     -chardev "socket,id=chr0,path=$run/$name.sock,$chardev" \
     -netdev "vhost-user,id=net0,chardev=chr0,queues=$queues" \
-    -device "virtio-net-pci,netdev=net0,mac=52:54:00:00:00:0$n$mq,vectors=0" \
+    -device "virtio-net-pci,netdev=net0,mac=52:54:00:00:00:0$n$mq,vectors=0$device_opts" \
     -display none -serial "file:$run/$name.console" -no-reboot >"$run/$name.qemu.log" 2>&1 &
 }
 
 # g2's QEMU listens first: vqswitch connects to it at start (and would retry until it does).
-qemu g2 1 4 "server=on,wait=off" 1
+qemu g2 1 4 "server=on,wait=off" 1 ",packed=on"
 for _ in $(seq 50); do [ -S "$run/g2.sock" ] && break; sleep 0.1; done
 # vqswitch, and the host's end of its tap port (a fixed MAC: the guests' ARP entries for the
 # host stay right across a restart of the switch, which creates the tap anew).
@@ -82,7 +84,7 @@ start_switch() {
 }
 start_switch
 qemu g0 1 2 "reconnect=1" 1
-qemu g1 2 3 "reconnect=1" 2
+qemu g1 2 3 "reconnect=1" 2 ",packed=on"
 
 # Booted (about 10 s each alone, on TCG), then each pings its peers.
 for g in g0 g1 g2; do
@@ -131,6 +133,18 @@ ports = {p["name"]: p for p in json.load(open(sys.argv[1]))["ports"]}
 sys.exit(0 if all(ports[g]["link"] == "up" and ports[g]["numa_node"] >= 0
                   for g in ("g0", "g1", "g2")) else 1)
 PY
+# The ring format each guest's virtio_net negotiated (VIRTIO_F_RING_PACKED, bit 34).
+packed_formats() {
+  ctl show --json >"$run/show.json"
+  python3 - "$run/show.json" <<'PY'
+import json, sys
+ports = {p["name"]: p for p in json.load(open(sys.argv[1]))["ports"]}
+want = {"g0": 0, "g1": 1, "g2": 1}
+sys.exit(0 if all((int(ports[g]["features"], 16) >> 34) & 1 == v for g, v in want.items()) else 1)
+PY
+}
+packed_formats && ok "g1 and g2 run packed virtqueues, g0 split ones" ||
+  fail "ring formats: $(ctl show)"
 
 # Restart without a guest reboot: vqswitch stops (SIGINT) and starts again with the guests
 # running; QEMU reconnects to its socket (g0, g1: reconnect=1) or vqswitch connects to QEMU's
@@ -168,6 +182,13 @@ for g in g0 g1 g2; do
   grep -aq "VQS-GUEST-READY" "$run/$g.console" && [ "$(grep -ac "VQS-GUEST-READY" "$run/$g.console")" -eq 1 ] &&
     ok "$g did not reboot" || fail "$g rebooted"
 done
+packed_formats && ok "after the restart, g1 and g2 still run packed virtqueues" ||
+  fail "ring formats after the restart: $(ctl show)"
+# QEMU keeps no base of its own for a packed ring whose backend went away: it gives the one it
+# started with, and vqswitch must find where the rings stand from their descriptors.
+resumed=$(grep -c "disagrees with the packed ring" "$run/switch.log")
+[ "$resumed" -gt 0 ] && ok "vqswitch resumed $resumed packed vrings from their descriptors, not QEMU's stale bases" ||
+  fail "no packed vring was resumed from its descriptors: $(grep -a "vring" "$run/switch.log" | tail -n 5)"
 # What the guests saw: their own pings answered again; how many were lost after the stop (a
 # request waits in the guest's TX ring while vqswitch is away), and the longest round trip.
 sleep 2

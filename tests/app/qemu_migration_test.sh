@@ -3,7 +3,8 @@
 # Live migration of Linux guests between vqswitch ports, with a real QEMU on each side (TCG,
 # docs/guests.md's command lines). Two guests, each moved by QEMU from port 0 to port 1 and back:
 #   A: ports a0, a1; GUEST_ANNOUNCE (QEMU's default): the guest announces itself after a move;
-#   B: ports b0, b1; guest_announce=off: QEMU has vqswitch send the guest's RARP (SEND_RARP).
+#   B: ports b0, b1; guest_announce=off: QEMU has vqswitch send the guest's RARP (SEND_RARP);
+#      packed virtqueues (packed=on): their positions move with the guest, their writes are logged.
 # The first move is quiet (no traffic in flight), so only the announcement or the RARP can teach
 # the bridge where the guest went; the move back runs under a ping flood with a data pattern
 # through the bridge (a net_tap port into this host).
@@ -148,9 +149,9 @@ answers() {
 }
 
 qemu a0 a0 2 ""
-qemu b0 b0 3 ",guest_announce=off"
+qemu b0 b0 3 ",guest_announce=off,packed=on"
 qemu a1 a1 2 "" -incoming "tcp:127.0.0.1:$tcp_port"
-qemu b1 b1 3 ",guest_announce=off" -incoming "tcp:127.0.0.1:$((tcp_port + 1))"
+qemu b1 b1 3 ",guest_announce=off,packed=on" -incoming "tcp:127.0.0.1:$((tcp_port + 1))"
 for g in a0 b0; do
   for _ in $(seq 240); do grep -aq "VQS-GUEST-PINGS-DONE" "$run/$g.console" 2>/dev/null && break; sleep 0.5; done
   grep -aq "VQS-GUEST-PING-OK" "$run/$g.console" && ok "$g booted and reached the host" ||
@@ -159,6 +160,14 @@ done
 for n in 2 3; do
   ping -c 2 -W 5 "${net%.0}.$n" >/dev/null 2>&1 && ok "the host reaches ${net%.0}.$n on its first port" ||
     fail "the host cannot reach ${net%.0}.$n before the migration"
+done
+# B's virtio features, one character per bit: VIRTIO_F_RING_PACKED is bit 34; A's are split.
+for g in a0 b0; do
+  features=$(grep -a -m 1 "VQS-GUEST-READY" "$run/$g.console" | sed 's/.*features //')
+  want=0
+  [ "$g" = b0 ] && want=1
+  [ "${features:34:1}" = "$want" ] && ok "$g: packed virtqueues $want (as asked)" ||
+    fail "$g: VIRTIO_F_RING_PACKED is not $want: features $features"
 done
 
 # The quiet move: nothing in flight, so the bridge learns the new port only from what the guest
@@ -215,7 +224,7 @@ answers 3 b0 ""
 # data differs, and duplicates. The first sources are gone: new QEMUs wait on ports a0 and b0.
 pkill -KILL -f -- "$run/a0.qmp" ; pkill -KILL -f -- "$run/b0.qmp"
 qemu a2 a0 2 "" -incoming "tcp:127.0.0.1:$((tcp_port + 2))"
-qemu b2 b0 3 ",guest_announce=off" -incoming "tcp:127.0.0.1:$((tcp_port + 3))"
+qemu b2 b0 3 ",guest_announce=off,packed=on" -incoming "tcp:127.0.0.1:$((tcp_port + 3))"
 sleep 1
 for n in 2 3; do flood "${net%.0}.$n" "$run/flow$n.out"; done
 sleep 1

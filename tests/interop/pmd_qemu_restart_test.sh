@@ -3,7 +3,9 @@
 # net_vqs in dpdk-testpmd serving a Linux guest under QEMU (docs/guests.md's command line, QEMU
 # as client with reconnect=1), io forwarding between the guest and a net_tap port into this
 # host's stack: the host pings the guest; then testpmd stops and starts again with the guest
-# running, and the guest answers again without a reboot. Reports how long that took.
+# running, and the guest answers again without a reboot. Reports how long that took. The guest
+# runs packed virtqueues (packed=on): QEMU then gives the restarted testpmd a stale vring base
+# (it keeps none of its own for packed rings), and net_vqs resumes from the descriptors.
 #   pmd_qemu_restart_test.sh PLUGIN.so SOURCE_DIR
 set -uo pipefail
 
@@ -53,7 +55,7 @@ qemu-system-x86_64 -machine pc,accel=tcg,memory-backend=mem -cpu max -smp 1 -m 1
   -append "console=ttyS0 quiet panic=-1 vqs.ip=$guest/24 vqs.ping=$host" \
   -chardev "socket,id=chr0,path=$run/g0.sock,reconnect=1" \
   -netdev vhost-user,id=net0,chardev=chr0,queues=1 \
-  -device virtio-net-pci,netdev=net0,mac=52:54:00:00:00:02,vectors=0 \
+  -device virtio-net-pci,netdev=net0,mac=52:54:00:00:00:02,vectors=0,packed=on \
   -display none -serial "file:$run/g0.console" -no-reboot >"$run/qemu.log" 2>&1 &
 
 for _ in $(seq 240); do grep -aq "VQS-GUEST-PINGS-DONE" "$run/g0.console" 2>/dev/null && break; sleep 0.5; done
@@ -63,6 +65,10 @@ else
   fail "the guest did not reach the host: $(tail -n 5 "$run/g0.console" 2>/dev/null) $(cat "$run/qemu.log")"
 fi
 ping -c 3 -W 5 "$guest" >/dev/null 2>&1 && ok "the host reaches the guest" || fail "the host cannot reach the guest"
+# The guest's virtio features, one character per bit: VIRTIO_F_RING_PACKED is bit 34.
+features=$(grep -a -m 1 "VQS-GUEST-READY" "$run/g0.console" | sed 's/.*features //')
+[ "${features:34:1}" = 1 ] && ok "the guest's virtio_net runs packed virtqueues" ||
+  fail "the guest did not negotiate packed virtqueues: features $features"
 
 stopped=$(date +%s%N)
 kill -INT "$testpmd_pid"
@@ -85,6 +91,9 @@ else
 fi
 [ "$(grep -ac "VQS-GUEST-READY" "$run/g0.console")" -eq 1 ] && ok "the guest did not reboot" ||
   fail "the guest rebooted"
+grep -aq "disagrees with the packed ring" "$run/testpmd.log" &&
+  ok "net_vqs resumed the packed vrings from their descriptors: $(grep -ac "disagrees with the packed ring" "$run/testpmd.log") of them" ||
+  fail "net_vqs did not resume from the descriptors: $(grep -a "vring" "$run/testpmd.log" | tail -n 3)"
 [ "$failures" -ne 0 ] && { echo "--- testpmd log"; tail -n 30 "$run/testpmd.log"; }
 echo "pmd_qemu_restart: $checks checks passed, $failures failed"
 [ "$failures" -eq 0 ]

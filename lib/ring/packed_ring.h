@@ -102,9 +102,16 @@ class PackedRing {
   // Consumes `descs` slots from the next available position on.
   void consume(uint32_t descs) { avail_ = avail_.advanced(descs, addrs_.size); }
   // Chains available from the next available position on, counted up to `limit` (their heads
-  // and chained descriptors' flags are read, within one lap): for refill thresholds and for a
-  // last look before sleeping.
+  // and chained descriptors' flags are read, within one lap).
   uint16_t count_available(uint16_t limit) const;
+  // Whether at least `slots` slots from the next available position on are available: one look,
+  // at the last of them (a driver makes slots available in ring order). For refill thresholds,
+  // every burst: a receive chain takes one slot (one buffer, or an indirect table).
+  bool slots_available(uint32_t slots) const {
+    if (slots == 0) return true;
+    if (slots > addrs_.size) return false;
+    return available(avail_.advanced(slots - 1, addrs_.size));
+  }
 
   // Stages a used entry for a chain of `descs` slots; the driver sees it after publish_used().
   void put_used(uint16_t id, uint32_t len, uint16_t descs) {

@@ -71,11 +71,10 @@ void VirtQueue::complete_burst(uint16_t used_before) {
 void VirtQueue::apply_notify_policy(uint16_t used_before, uint32_t delivered, uint16_t remaining,
                                     uint64_t now_tsc) {
   const bool wanted = publish_used(used_before);
-  // The snapshot is from before the burst; the guest may have posted since, so look again
-  // before calling it low (one load, only then; a packed ring is counted up to the threshold).
+  // The snapshot is from before the burst (a packed burst's: only the chains it copied); the
+  // guest may have posted since, so look again before calling it low (one load, only then).
   const uint32_t threshold = notifier_.refill_threshold();
-  const bool low =
-      remaining < threshold && avail_count(static_cast<uint16_t>(threshold)) < threshold;
+  const bool low = remaining < threshold && posted_below(threshold);
   switch (notifier_.after_burst(wanted, delivered, low, now_tsc)) {
     case GuestNotifier::Action::kNone:
       break;

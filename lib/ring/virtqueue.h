@@ -121,9 +121,9 @@ class VirtQueue {
     }
   }
 
-  // Chains the guest posted and we have not consumed (RX buffers or TX packets), for refill
-  // thresholds and a last look before sleeping: a packed ring is counted only up to `limit`
-  // (a split ring's index says it at once). Counts the moment a corrupt split ring is found.
+  // Chains the guest posted and we have not consumed (RX buffers or TX packets), for a last look
+  // before sleeping: a packed ring is counted only up to `limit` (a split ring's index says it
+  // at once). Counts the moment a corrupt split ring is found.
   uint16_t avail_count(uint16_t limit = UINT16_MAX) {
     if (packed_) return packed_ring_.count_available(limit);
     const uint16_t n = ring_.avail_count();
@@ -153,6 +153,13 @@ class VirtQueue {
   // Ends a guest TX burst: makes the used entries visible and interrupts the guest if it asked
   // for it. `used_before`: used_token() when the burst began.
   void complete_burst(uint16_t used_before);
+
+  // Whether fewer than `threshold` receive buffers are posted (refill thresholds): a split
+  // ring's index, or a packed ring's slot `threshold` - 1 ahead (one load either way).
+  bool posted_below(uint32_t threshold) {
+    if (packed_) return !packed_ring_.slots_available(threshold);
+    return avail_count() < threshold;
+  }
 
   // Ends a guest RX burst: publishes, then applies the notify policy. `delivered`: packets
   // written; `remaining`: posted buffers left after the burst (a snapshot: re-read when it looks

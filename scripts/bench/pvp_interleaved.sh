@@ -19,7 +19,7 @@
 #   scripts/bench/pvp_interleaved.sh [--periods N] [--seconds S] [--sizes "64 1500"]
 #                                    [--modes "guest-tx guest-rx guest-tx-fill"] [--plugin PATH]
 #                                    [--vqs-args DEVARGS] [--baseline-vqs-args DEVARGS]
-#                                    [--table NAME] [--cpu-state]
+#                                    [--guest-args DEVARGS] [--table NAME] [--cpu-state]
 #
 # --cpu-state: how fast a cache line crosses between the two CPUs, sampled during each period:
 # every 0.5 s both testpmds are frozen (SIGSTOP) for the 1-3 ms of build/scripts/bench/
@@ -29,7 +29,9 @@
 # gets its rates, host cycles and ratios per class (a pair's class: its two periods' if they
 # agree). --seconds must be whole seconds.
 # --periods: periods per backend and scenario (default 20); --baseline-vqs-args: a second net_vqs
-# port with these devargs instead of net_vhost; --table: the table in docs/benchmarks.md to
+# port with these devargs instead of net_vhost; --guest-args: further devargs of both guest
+# virtio_user ports (packed_vq=1: packed virtqueues; the script stops unless both backends
+# negotiated the format asked for); --table: the table in docs/benchmarks.md to
 # rewrite (default pvp-interleaved; none writes nothing). Needs root, hugepages and a build.
 # VQS_BENCH_KEEP=1 keeps the run directory (both testpmds' logs) for a look afterwards.
 set -euo pipefail
@@ -42,6 +44,7 @@ sizes="64 1500"
 modes="guest-tx guest-rx"
 vqs_args=""
 baseline_args=""
+guest_args=""
 table=pvp-interleaved
 cpu_state=""
 plugin_src=$top/build/drivers/librte_net_vqs.so
@@ -53,6 +56,7 @@ while [ $# -gt 0 ]; do
     --modes) modes=$2; shift 2 ;;
     --vqs-args) vqs_args=",$2"; shift 2 ;;
     --baseline-vqs-args) baseline_args=",$2"; shift 2 ;;
+    --guest-args) guest_args=",$2"; shift 2 ;;
     --table) table=$2; shift 2 ;;
     --plugin) plugin_src=$2; shift 2 ;;
     --cpu-state) cpu_state=$top/build/scripts/bench/vqs-cpu-share; shift ;;
@@ -125,7 +129,8 @@ start_pair() {
   # Line-buffered, so each command's answer is in the log when we read it.
   stdbuf -oL dpdk-testpmd -l 0,1 --main-lcore 0 --file-prefix vqs-ilv-host -m 512 --no-pci \
     -d "$run/librte_net_vqs.so" --vdev "net_vqs0,iface=$run/a.sock$vqs_args" --vdev "$vqs_b" \
-    --vdev "$null_a" --vdev "$null_b" --log-level "*:warning" -- -i --forward-mode=io \
+    --vdev "$null_a" --vdev "$null_b" --log-level "lib.vhost.config:info" \
+    --log-level "*:warning" -- -i --forward-mode=io \
     --nb-cores=1 --record-core-cycles <"$run/host.in" >"$run/host.log" 2>&1 &
   pids+=($!)
   exec {fd[host]}>"$run/host.in"
@@ -139,13 +144,24 @@ start_pair() {
   esac
   stdbuf -oL "${prog[@]}" -l 0,1 --main-lcore 1 --file-prefix vqs-ilv-guest -m 512 --no-pci \
     --single-file-segments \
-    --vdev "net_virtio_user0,path=$run/a.sock,queue_size=1024,mrg_rxbuf=1,in_order=0" \
-    --vdev "net_virtio_user1,path=$run/b.sock,queue_size=1024,mrg_rxbuf=1,in_order=0" \
+    --vdev "net_virtio_user0,path=$run/a.sock,queue_size=1024,mrg_rxbuf=1,in_order=0$guest_args" \
+    --vdev "net_virtio_user1,path=$run/b.sock,queue_size=1024,mrg_rxbuf=1,in_order=0$guest_args" \
     --log-level "*:warning" -- -i "${fwd[@]}" <"$run/guest.in" >"$run/guest.log" 2>&1 &
   pids+=($!)
   exec {fd[guest]}>"$run/guest.in"
   for _ in $(seq 100); do grep -aq "testpmd>" "$run/guest.log" 2>/dev/null && break; sleep 0.1; done
   sleep 1
+  # Both backends must run the ring format asked for (librte_vhost logs what was negotiated).
+  local want=0 sock features=""
+  [[ $guest_args == *packed_vq=1* ]] && want=1
+  for sock in a b; do
+    features=$(grep -a "($run/$sock.sock) negotiated Virtio features" "$run/host.log" | tail -1 |
+               grep -oE "0x[0-9a-f]+")
+    if [ -z "$features" ] || [ $(((features >> 34) & 1)) -ne "$want" ]; then
+      echo "$sock.sock: VIRTIO_F_RING_PACKED is not $want (features ${features:-none})" >&2
+      exit 1
+    fi
+  done
 }
 
 stop_pair() {

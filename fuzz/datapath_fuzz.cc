@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// libFuzzer harness: the datapath under a hostile guest owning both rings, buffers, ring size,
-// features, zero-copy and the order of bursts, completions and memory rewrites. Checks beyond no
-// crash: a dequeue burst writes at most a ring of used entries; only enqueue writes buffers,
-// descriptors or avail rings; the pool ends full. See docs/security.md, "Fuzzing".
+// libFuzzer harness: the datapath under a hostile guest owning both rings (split or packed),
+// buffers, ring size, features, zero-copy and the order of bursts, completions and memory
+// rewrites. Checks beyond no crash: a dequeue burst writes at most a ring of used entries; only
+// enqueue writes buffers (and, split, descriptors or avail rings); the pool ends full. See
+// docs/security.md, "Fuzzing".
 #include <fuzzer/FuzzedDataProvider.h>
 #include <rte_eal.h>
 #include <rte_mbuf.h>
@@ -60,6 +61,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t features = 0;
   for (size_t i = 0; i < std::size(kFeatureList); ++i)
     if (feature_bits & (1u << i)) features |= 1ull << kFeatureList[i];
+  // The feature word's next bit: packed rings (descriptor ring and driver event area from the
+  // input, our event area flush against a guard page).
+  const bool packed = feature_bits & (1u << std::size(kFeatureList));
+  if (packed) features |= 1ull << kFRingPacked;
   const bool zero_copy = in.ConsumeBool();
   const uint32_t zero_copy_min_len = in.ConsumeIntegralInRange<uint32_t>(64, 2048);
   const uint16_t start_idx = in.ConsumeIntegral<uint16_t>();
@@ -80,8 +85,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memset(memory.host(2), 0, memory.size(2));
   fill(in, reinterpret_cast<uint8_t*>(tx.desc), tx.desc_avail_bytes);
   fill(in, reinterpret_cast<uint8_t*>(rx.desc), rx.desc_avail_bytes);
-  fuzz::relocate_descs(reinterpret_cast<uint8_t*>(tx.desc), n, memory, 2);
-  fuzz::relocate_descs(reinterpret_cast<uint8_t*>(rx.desc), n, memory, 2);
+  // Packed: the descriptor ring where the split one is, the driver's event area after it (in
+  // what the input filled), ours flush against the region's end.
+  auto packed_addrs = [n, &memory](const Rings& r, size_t region) {
+    auto* events = reinterpret_cast<VringPackedEvent*>(r.avail);
+    auto* ours = reinterpret_cast<VringPackedEvent*>(memory.tail(region, 4));
+    *ours = {};
+    return PackedRingAddrs{reinterpret_cast<VringPackedDesc*>(r.desc), events, ours, n};
+  };
+  if (packed) {
+    fuzz::relocate_packed(reinterpret_cast<uint8_t*>(tx.desc), n, memory, 2);
+    fuzz::relocate_packed(reinterpret_cast<uint8_t*>(rx.desc), n, memory, 2);
+  } else {
+    fuzz::relocate_descs(reinterpret_cast<uint8_t*>(tx.desc), n, memory, 2);
+    fuzz::relocate_descs(reinterpret_cast<uint8_t*>(rx.desc), n, memory, 2);
+  }
   tx.used->idx = rx.used->idx = start_idx;
   fill(in, memory.host(2), in.ConsumeIntegralInRange<uint64_t>(0, 4096));
 
@@ -92,7 +110,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   setup.features = features;
   setup.memory = &memory.table();
   setup.addrs = SplitRingAddrs{tx.desc, tx.avail, tx.used, n};
-  setup.last_avail_idx = setup.last_used_idx = start_idx;
+  setup.packed_addrs = packed_addrs(tx, 0);
+  // Packed: a slot inside the ring and a wrap counter.
+  const uint16_t base =
+      packed ? static_cast<uint16_t>((start_idx & 0x7fff) % n | (start_idx & 0x8000)) : start_idx;
+  setup.last_avail_idx = setup.last_used_idx = base;
   LendPolicy lending;  // copies all unless zero_copy
   if (zero_copy) {
     lending.tracker = &tracker;
@@ -100,14 +122,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (!txq.start(setup)) std::abort();
   setup.addrs = SplitRingAddrs{rx.desc, rx.avail, rx.used, n};
+  setup.packed_addrs = packed_addrs(rx, 1);
   if (!rxq.start(setup)) std::abort();
 
-  // What only the guest and enqueue may write: buffers, descriptor tables, avail rings. Kept as
-  // a snapshot (static: no allocation per input) and compared after every operation.
+  // What only the guest and enqueue may write: buffers, and split descriptor tables and avail
+  // rings (a packed ring's descriptors take used entries in place). Kept as a snapshot (static:
+  // no allocation per input) and compared after every operation.
   const std::pair<const uint8_t*, uint64_t> guest_side[] = {
       {memory.host(2), memory.size(2)},
-      {reinterpret_cast<const uint8_t*>(tx.desc), tx.desc_avail_bytes},
-      {reinterpret_cast<const uint8_t*>(rx.desc), rx.desc_avail_bytes}};
+      {reinterpret_cast<const uint8_t*>(tx.desc), packed ? 0 : tx.desc_avail_bytes},
+      {reinterpret_cast<const uint8_t*>(rx.desc), packed ? 0 : rx.desc_avail_bytes}};
   static std::vector<uint8_t> snapshot(kBufferBytes + 2 * kRingRegionBytes);
   auto take_snapshot = [&] {
     uint8_t* to = snapshot.data();
@@ -132,7 +156,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const uint32_t max_bytes = ops.ConsumeIntegralInRange<uint32_t>(1, 1u << 20);
         const uint16_t used_before = tx.used->idx;
         const BurstResult r = dequeue_burst(txq, pool, burst, max, max_bytes, lending);
-        VQS_FUZZ_CHECK(static_cast<uint16_t>(tx.used->idx - used_before) <= n);
+        if (!packed) VQS_FUZZ_CHECK(static_cast<uint16_t>(tx.used->idx - used_before) <= n);
+        if (packed) VQS_FUZZ_CHECK(txq.packed_ring().next_used().slot < n);
         VQS_FUZZ_CHECK(r.packets <= max);
         held.insert(held.end(), burst, burst + r.packets);
         break;
@@ -175,6 +200,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
       case 5: {  // the guest posts more: avail index moves (any value: a corrupt one included)
+        if (packed) {  // or descriptors made available, in the lap of either wrap counter
+          auto* ring = reinterpret_cast<VringPackedDesc*>((ops.ConsumeBool() ? tx : rx).desc);
+          const uint16_t from = ops.ConsumeIntegralInRange<uint16_t>(0, n - 1);
+          const uint16_t count = ops.ConsumeIntegralInRange<uint16_t>(1, n);
+          const bool wrap = ops.ConsumeBool();
+          for (uint16_t k = 0; k < count; ++k) {
+            VringPackedDesc& d = ring[(from + k) % n];
+            d.flags = static_cast<uint16_t>(
+                (d.flags & ~(kVringPackedDescFAvail | kVringPackedDescFUsed)) |
+                (wrap ? kVringPackedDescFAvail : kVringPackedDescFUsed));
+          }
+          take_snapshot();
+          break;
+        }
         const uint16_t idx = ops.ConsumeIntegral<uint16_t>();
         (ops.ConsumeBool() ? tx : rx).avail->idx = idx;
         take_snapshot();

@@ -152,4 +152,17 @@ inline uint64_t hash_bytes(const uint8_t* p, uint64_t len) {
     }                                                                                    \
   } while (0)
 
+// Descriptors whose id has bit 15 set point into region `region` (the rest keep the fuzzer's
+// address, mostly outside guest memory), so that chains reach real buffers and indirect tables.
+inline void relocate_packed(uint8_t* ring, uint32_t count, const GuardedMemory& memory, size_t region) {
+  for (uint32_t i = 0; i < count; ++i) {
+    VringPackedDesc d;
+    std::memcpy(&d, ring + 16ull * i, sizeof(d));
+    if (!(d.id & 0x8000)) continue;
+    d.addr = memory.gpa(region) + d.addr % memory.size(region);
+    std::memcpy(ring + 16ull * i, &d, sizeof(d));
+  }
+}
+
+
 }  // namespace vqs::fuzz

@@ -18,22 +18,6 @@
 using namespace vqs;
 using vqs::fuzz::GuardedMemory;
 
-namespace {
-
-// Descriptors whose id has bit 15 set point into region `region` (the rest keep the fuzzer's
-// address, mostly outside guest memory), so that chains reach real buffers and indirect tables.
-void relocate_packed(uint8_t* ring, uint32_t count, const GuardedMemory& memory, size_t region) {
-  for (uint32_t i = 0; i < count; ++i) {
-    VringPackedDesc d;
-    std::memcpy(&d, ring + 16ull * i, sizeof(d));
-    if (!(d.id & 0x8000)) continue;
-    d.addr = memory.gpa(region) + d.addr % memory.size(region);
-    std::memcpy(ring + 16ull * i, &d, sizeof(d));
-  }
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   const uint16_t ring_size = in.ConsumeIntegralInRange<uint16_t>(1, 1024);  // any size
@@ -49,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memset(ring, 0, ring_bytes);
   const std::vector<uint8_t> ring_init = in.ConsumeBytes<uint8_t>(ring_bytes);
   if (!ring_init.empty()) std::memcpy(ring, ring_init.data(), ring_init.size());
-  relocate_packed(ring, ring_size, memory, 1);
+  fuzz::relocate_packed(ring, ring_size, memory, 1);
   std::memset(memory.host(1), 0, memory.size(1));
   const std::vector<uint8_t> extra =
       in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, 4096));
@@ -110,7 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const uint16_t slot = in.ConsumeIntegralInRange<uint16_t>(0, ring_size - 1);
         const std::vector<uint8_t> bytes = in.ConsumeBytes<uint8_t>(16);
         if (!bytes.empty()) std::memcpy(ring + 16ull * slot, bytes.data(), bytes.size());
-        relocate_packed(ring + 16ull * slot, 1, memory, 1);
+        fuzz::relocate_packed(ring + 16ull * slot, 1, memory, 1);
         events[0].flags = in.ConsumeIntegral<uint16_t>();
         events[0].off_wrap = in.ConsumeIntegral<uint16_t>();
         break;

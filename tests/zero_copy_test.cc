@@ -663,3 +663,27 @@ TEST_CASE("zero-copy: a lent chain's used entry, written when it completes, is l
   CHECK(log.used > used_at_lending);
   CHECK(log.guest == 0);  // guest TX buffers are only read
 }
+
+// A packed ring resumes from one base for both positions: a ring stopping for good with chains
+// still lent writes their used entries first (VhostDevice::return_lent_locked).
+TEST_CASE("zero-copy: a packed ring stopping for good gives its lent chains back, once") {
+  ZeroCopyDevice dev;
+  if (!dev.txq.packed()) return;  // packed rings only: datapath_packed runs it
+  dev.send(4, 1000);
+  dev.send(1, 100, 10);
+  const auto pkts = dev.dequeue();
+  REQUIRE(pkts.size() == 5);
+  CHECK(dev.tx.take_used().size() == 1);  // the copied one
+  CHECK(dev.tracker.in_flight() == 4);
+  const uint16_t before = dev.txq.used_token();
+  CHECK(dev.tracker.give_back_lent(dev.txq.packed_ring()) == 4);
+  CHECK(dev.tracker.give_back_lent(dev.txq.packed_ring()) == 0);  // orphans now
+  dev.txq.complete_burst(before);
+  CHECK(dev.txq.used_base() == dev.txq.avail_base());
+  CHECK(dev.tx.take_used().size() == 4);
+  // Their mbufs complete later: freed, never returned a second time.
+  dev.free_all();
+  CHECK(dev.dequeue().empty());
+  CHECK(dev.tx.take_used().empty());
+  CHECK(dev.tracker.in_flight() == 0);
+}

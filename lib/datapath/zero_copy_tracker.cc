@@ -151,6 +151,23 @@ void ZeroCopyTracker::orphan_lent() {
   }
 }
 
+uint16_t ZeroCopyTracker::give_back_lent(PackedRing& ring) {
+  uint16_t given = 0;
+  for (int word = 0; word < 2; ++word) {
+    uint64_t lent = ~free_[word];
+    while (lent != 0) {
+      const int bit = __builtin_ctzll(lent);
+      lent &= lent - 1;
+      Slot& s = slots_[word * 64 + bit];
+      if (s.orphan) continue;
+      ring.put_used(s.head, 0, s.ring_slots);
+      s.orphan = true;
+      ++given;
+    }
+  }
+  return given;
+}
+
 void ZeroCopyTracker::drop_mapping_ref(Slot& s) {
   if (s.own_ref) {
     s.mapping->release();  // may unmap an earlier session's memory: its last user is gone

@@ -47,6 +47,12 @@ class ZeroCopyTracker {
   void start(uint16_t ring_size) { limit_ = limit_for_ring(ring_size); }
   // Owner, when the ring stops: chains still lent will not be returned to this ring.
   void orphan_lent();
+  // Owner, a packed ring stopping for good with chains still lent: their used entries are
+  // written now (length 0) and they become orphans (their mapping stays held until they
+  // complete). A packed ring cannot resume with its used position behind its available one: the
+  // frontend keeps one base for both. The guest may then reuse a buffer a consumer still reads
+  // (its data, not our memory). Returns the entries put.
+  uint16_t give_back_lent(PackedRing& ring);
   // Owner (the ring stopped): the guest mapping chains are lent from from now on; nullptr when
   // the memory outlives every lent mbuf anyway (tests). While chains are lent from a mapping, the
   // tracker holds a reference to it, so the memory stays mapped until the last one completes.

@@ -21,16 +21,25 @@ uint16_t PackedRing::count_available(uint16_t limit) const {
 
 PackedPos PackedRing::resume_position(const VringPackedDesc* desc, uint16_t size,
                                       PackedPos base, bool* recovered) {
-  auto flags = [desc](uint16_t slot) { return __atomic_load_n(&desc[slot].flags, __ATOMIC_ACQUIRE); };
+  auto flags = [desc](uint16_t slot) {
+    return __atomic_load_n(&desc[slot].flags, __ATOMIC_ACQUIRE);
+  };
+  auto lap = [&flags](uint16_t slot) { return (flags(slot) & kVringPackedDescFAvail) != 0; };
   // A slot's AVAIL bit is the lap the driver last made it available in (marking it used keeps it).
-  // The driver's position is where that changes; a ring all of one lap was just completed.
-  const bool first_lap = (flags(0) & kVringPackedDescFAvail) != 0;
-  PackedPos driver{0, !first_lap};
-  for (uint16_t slot = 1; slot < size; ++slot) {
-    if (((flags(slot) & kVringPackedDescFAvail) != 0) != first_lap) {
-      driver = PackedPos{slot, first_lap};
-      break;
+  // The driver's position is where that changes; a ring all of one lap was just completed. The
+  // driver may post meanwhile: one that wraps moves slot 0 into the next lap, and the slots seen
+  // after it would mislead, so look again then (a few times: it posts a lap between two).
+  PackedPos driver;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const bool first_lap = lap(0);
+    driver = PackedPos{0, !first_lap};
+    for (uint16_t slot = 1; slot < size; ++slot) {
+      if (lap(slot) != first_lap) {
+        driver = PackedPos{slot, first_lap};
+        break;
+      }
     }
+    if (lap(0) == first_lap) break;
   }
   // Slots from `base` to the driver's position, counted over two laps (positions repeat then).
   auto index = [size](PackedPos p) { return uint32_t{p.slot} + (p.wrap ? size : 0u); };
@@ -40,6 +49,13 @@ PackedPos PackedRing::resume_position(const VringPackedDesc* desc, uint16_t size
   for (uint32_t i = 0; agrees && i < distance; ++i) {
     agrees = packed_desc_available(flags(at.slot), at.wrap);
     at = at.advanced(1, size);
+  }
+  // And the slot behind `base` must not be available: a device standing at `base` had marked it
+  // used (or it was never made available again); an available one means chains were waiting
+  // behind `base` (a full ring looks like an empty one from its driver's position).
+  if (agrees) {
+    const PackedPos behind = base.before(size);
+    agrees = !packed_desc_available(flags(behind.slot), behind.wrap);
   }
   *recovered = !agrees;
   if (agrees) return base;
@@ -113,7 +129,8 @@ bool PackedRing::guest_wants_interrupt() {
   // Our used entries must be visible before we read the driver's suppression state, or both
   // sides may decide the other will act (store-load ordering needs a full barrier).
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  const uint16_t flags = __atomic_load_n(&addrs_.driver_event->flags, __ATOMIC_RELAXED);
+  // Acquire: the driver writes off_wrap before the flags that make it count.
+  const uint16_t flags = __atomic_load_n(&addrs_.driver_event->flags, __ATOMIC_ACQUIRE);
   if (flags != kVringPackedEventFDesc || !event_idx_) return flags != kVringPackedEventFDisable;
   if (!old_valid) return true;
   // Interrupt when the used position passed the driver's event offset since the last decision:

@@ -66,8 +66,10 @@ class PackedRing {
   // backend went away) and the position is found from the descriptors: the driver's position,
   // where the slots' laps change, then back over the available slots behind it, to the first one
   // the device had not marked used. Exact while each chain takes one slot (indirect tables, one
-  // buffer per receive chain: what Linux and DPDK post when INDIRECT_DESC is negotiated).
-  // `recovered` says which. Reads each slot's flags at most twice.
+  // buffer per receive chain: what Linux and DPDK post when INDIRECT_DESC is negotiated) and
+  // used entries were written in order (not after zero-copy completions out of order, whose
+  // chains' own slots stay marked available). `recovered` says which. Reads each slot's flags a
+  // few times at most.
   static PackedPos resume_position(const VringPackedDesc* desc, uint16_t size, PackedPos base,
                                    bool* recovered);
 

@@ -8,7 +8,12 @@ namespace vqs {
 bool VirtQueue::start(const Setup& setup) {
   features_ = NetFeatures::from_bits(setup.features);
   packed_ = (setup.features >> kFRingPacked) & 1;
-  if (setup.memory == nullptr) return false;
+  resumed_from_ring_ = false;
+  if (setup.memory == nullptr) {
+    ring_.detach();
+    packed_ring_.detach();
+    return false;
+  }
   uint16_t size = 0;
   if (packed_) {
     if (batch_ == nullptr) batch_ = std::make_unique<PackedBatch>();
@@ -16,9 +21,8 @@ bool VirtQueue::start(const Setup& setup) {
     packed_ring_.set_dirty_log(setup.dirty_log,
                                setup.ring_memory != nullptr ? setup.ring_memory : setup.memory);
     uint16_t avail_base = setup.last_avail_idx, used_base = setup.last_used_idx;
-    resumed_from_ring_ = false;
     const PackedRingAddrs& addrs = setup.packed_addrs;
-    if (avail_base == used_base && addrs.desc != nullptr && addrs.size != 0 &&
+    if (!setup.base_is_ours && avail_base == used_base && addrs.desc != nullptr && addrs.size != 0 &&
         addrs.size <= PackedRing::kMaxSize && (avail_base & 0x7fff) < addrs.size) {
       // One base for both, as a frontend gives it: checked against the ring (it may be stale).
       const PackedPos resume = PackedRing::resume_position(

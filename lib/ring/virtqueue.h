@@ -45,6 +45,9 @@ class VirtQueue {
     // slot, the wrap counter in bit 15).
     uint16_t last_avail_idx = 0;
     uint16_t last_used_idx = 0;
+    // Packed: the bases are the ones this process handed back when the ring last stopped, so
+    // they are not checked against the ring (PackedRing::resume_position).
+    bool base_is_ours = false;
     uint64_t features = 0;
     const GuestMemory* memory = nullptr;
     // Packed rings under live migration: the table that holds the ring's own host addresses,

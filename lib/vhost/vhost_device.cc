@@ -414,6 +414,8 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
                                        vr.size};
   setup.last_avail_idx = last_avail;
   setup.last_used_idx = last_used;
+  setup.base_is_ours =
+      vrings_[index].handed_base == (int64_t{last_avail} << 16 | int64_t{last_used});
   setup.features = negotiated_features();
   setup.memory = &memory_;
   if (options_.zero_copy) setup.ring_memory = &ring_memory_;
@@ -461,6 +463,7 @@ void VhostDevice::stop_vring_locked(uint16_t index) {
   if (v.zero_copy != nullptr) return_lent_locked(v);
   // GET_VRING_BASE replies with librte_vhost's copy of the indices: keep it current.
   rte_vhost_set_vring_base(vid_, index, v.queue.avail_base(), v.queue.used_base());
+  v.handed_base = int64_t{v.queue.avail_base()} << 16 | int64_t{v.queue.used_base()};
   v.queue.stop();
   v.started = false;
   if (v.zero_copy != nullptr) {

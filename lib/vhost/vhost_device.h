@@ -204,6 +204,9 @@ class VhostDevice {
     // Guest TX vring 0: a RARP owed on the guest's behalf (SEND_RARP), its MAC in the low 48
     // bits with kRarpPending set; 0: none.
     std::atomic<uint64_t> pending_rarp{0};
+    // The vring base handed back to librte_vhost at the last stop (avail in the high half, used
+    // in the low one; -1: none yet): a frontend that gives it back is not second-guessed.
+    int64_t handed_base = -1;
   };
   static constexpr uint64_t kRarpPending = 1ull << 48;
   // Stopping a guest TX vring with chains lent: waits (bounded) for their completions and returns

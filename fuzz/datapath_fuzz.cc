@@ -87,7 +87,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fill(in, reinterpret_cast<uint8_t*>(rx.desc), rx.desc_avail_bytes);
   // Packed: the descriptor ring where the split one is, the driver's event area after it (in
   // what the input filled), ours flush against the region's end.
-  auto packed_addrs = [n, &memory](const Rings& r, size_t region) {
+  auto packed_addrs = [n](const Rings& r, size_t region) {
     auto* events = reinterpret_cast<VringPackedEvent*>(r.avail);
     auto* ours = reinterpret_cast<VringPackedEvent*>(memory.tail(region, 4));
     *ours = {};

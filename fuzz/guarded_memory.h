@@ -154,7 +154,8 @@ inline uint64_t hash_bytes(const uint8_t* p, uint64_t len) {
 
 // Descriptors whose id has bit 15 set point into region `region` (the rest keep the fuzzer's
 // address, mostly outside guest memory), so that chains reach real buffers and indirect tables.
-inline void relocate_packed(uint8_t* ring, uint32_t count, const GuardedMemory& memory, size_t region) {
+inline void relocate_packed(uint8_t* ring, uint32_t count, const GuardedMemory& memory,
+                            size_t region) {
   for (uint32_t i = 0; i < count; ++i) {
     VringPackedDesc d;
     std::memcpy(&d, ring + 16ull * i, sizeof(d));
@@ -163,6 +164,5 @@ inline void relocate_packed(uint8_t* ring, uint32_t count, const GuardedMemory& 
     std::memcpy(ring + 16ull * i, &d, sizeof(d));
   }
 }
-
 
 }  // namespace vqs::fuzz

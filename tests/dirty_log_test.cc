@@ -23,8 +23,7 @@ class PageLog final : public DirtyLog {
   // Packed rings report every write by address (used_written() is not called for them).
   PageLog(const GuestMemory& memory, const VirtQueue::Setup& setup) {
     if (setup.addrs.used != nullptr)
-      REQUIRE(
-          memory.guest_phys_of(reinterpret_cast<const uint8_t*>(setup.addrs.used), &used_gpa_));
+      REQUIRE(memory.guest_phys_of(reinterpret_cast<const uint8_t*>(setup.addrs.used), &used_gpa_));
   }
   void guest_written(uint64_t gpa, uint64_t len) override {
     ++calls;

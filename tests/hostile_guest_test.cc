@@ -194,7 +194,8 @@ TEST_CASE("mergeable: an invalid chain behind gathered buffers when the ring run
   CHECK(g.receive().size() == 1);
 }
 
-TEST_CASE("mergeable with IN_ORDER: an invalid chain among gathered buffers keeps ring order", "[split]") {
+TEST_CASE("mergeable with IN_ORDER: an invalid chain among gathered buffers keeps ring order",
+          "[split]") {
   for (bool in_order : {false, true}) {
     Device dev(kFeatures | bit(kNetFMrgRxbuf) | (in_order ? bit(kFInOrder) : 0), 64);
     SimGuest& g = dev.rx;
@@ -313,7 +314,8 @@ TEST_CASE("a ring full of invalid chains costs one burst a bounded amount of wor
 // Issue 16, hole 2: valid chains of 1023 empty descriptors and one header-sized one, every avail
 // entry naming the same chain. The burst's descriptor budget must cut mergeable RX's gathering
 // and count the cut. See docs/architecture.md, "Enqueue (guest RX)".
-TEST_CASE("mergeable RX: chains of empty descriptors cost a burst a bounded number of reads", "[split]") {
+TEST_CASE("mergeable RX: chains of empty descriptors cost a burst a bounded number of reads",
+          "[split]") {
   Device dev(kFeatures | bit(kNetFMrgRxbuf), 1024, 0, {4 << 20, 4 << 20, 2 << 20});
   SimGuest& g = dev.rx;
   const uint64_t empty = g.memory().alloc(64);

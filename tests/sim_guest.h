@@ -152,7 +152,7 @@ class SimGuest {
   PackedPos used_pos_;   // packed: where it reads the next used entry
   std::vector<std::pair<uint16_t, uint16_t>> unpublished_;  // packed: (slot, head flags)
   std::map<uint16_t, uint16_t> id_slots_;                   // packed: id -> slots its chain takes
-  std::map<uint16_t, std::vector<uint16_t>> chain_descs_;                   // head -> table entries
+  std::map<uint16_t, std::vector<uint16_t>> chain_descs_;   // head -> table entries
   std::map<uint16_t, std::vector<std::pair<uint64_t, uint32_t>>> rx_bufs_;  // head -> buffers
 };
 

@@ -133,7 +133,8 @@ TEST_CASE("zero-copy: buffers crossing guest memory regions are lent piece by pi
   CHECK(mbuf_bytes(pkts[0]) == make_frame(4000, 9));
 }
 
-TEST_CASE("zero-copy: an offload request whose headers reach past the copied head is copied", "[split]") {
+TEST_CASE("zero-copy: an offload request whose headers reach past the copied head is copied",
+          "[split]") {
   // The device rewrites what a request names (checksum fields, headers of segments); that must
   // be in the copied head, never in the guest's buffer.
   const struct {
@@ -191,7 +192,8 @@ TEST_CASE("zero-copy: an offload request whose headers reach past the copied hea
 // Issue 16, hole 1: lent chains coming back plus a full ring posted anew (a hostile guest reusing
 // descriptors) make one burst stage more used entries than the ring holds: they must wrap, never
 // be written past the ring's end.
-TEST_CASE("zero-copy: completions plus a full ring in one burst stay inside the used ring", "[split]") {
+TEST_CASE("zero-copy: completions plus a full ring in one burst stay inside the used ring",
+          "[split]") {
   for (uint16_t ring : {uint16_t{4}, uint16_t{8}, uint16_t{16}, uint16_t{32}}) {
     for (uint16_t start :
          {uint16_t{0}, static_cast<uint16_t>(ring / 2), static_cast<uint16_t>(ring - 1)}) {
@@ -644,8 +646,8 @@ TEST_CASE("zero-copy: a lent chain's used entry, written when it completes, is l
   VirtQueue::Setup setup = dev.tx.setup();
   setup.dirty_log = &log;
   if (dev.tx.packed()) {
-    REQUIRE(dev.mem.table().guest_phys_of(
-        reinterpret_cast<const uint8_t*>(setup.packed_addrs.desc), &log.ring_start));
+    REQUIRE(dev.mem.table().guest_phys_of(reinterpret_cast<const uint8_t*>(setup.packed_addrs.desc),
+                                          &log.ring_start));
     log.ring_end = log.ring_start + 16ull * setup.packed_addrs.size;
     REQUIRE(dev.mem.table().guest_phys_of(
         reinterpret_cast<const uint8_t*>(setup.packed_addrs.device_event), &log.event));

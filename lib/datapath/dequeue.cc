@@ -226,16 +226,11 @@ BurstResult dequeue_burst_on(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts,
   const uint32_t lend_min_len = zero_copy != nullptr ? lending.min_len : UINT32_MAX;
   const uint32_t hdr_size = vq.features().net_hdr_size;
   MbufStash stash(pool);  // further segments; the unused ones go back at the end of the burst
-  const BurstContext<Burst> ctx{vq,
-                         burst,
-                         stats,
-                         vq.iov_scratch(),
-                         stash,
-                         zero_copy,
-                         lending,
-                         hdr_size,
-                         lend_min_len,
-                         zero_copy != nullptr && zero_copy->dma_ready()};
+  const BurstContext<Burst> ctx{vq,           burst,
+                                stats,        vq.iov_scratch(),
+                                stash,        zero_copy,
+                                lending,      hdr_size,
+                                lend_min_len, zero_copy != nullptr && zero_copy->dma_ready()};
   uint16_t consumed = 0;   // chains taken from the ring
   uint16_t out = 0;        // packets delivered in pkts[]
   uint16_t allocated = 0;  // pkts[out, allocated) are fresh mbufs not yet used

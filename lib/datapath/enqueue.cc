@@ -279,9 +279,8 @@ BurstResult enqueue_burst_on(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t coun
     }
     const uint32_t need = hdr_size + len;
     using Outcome = typename RxBufferGatherer<Burst>::Outcome;
-    const Outcome outcome = features.mrg_rxbuf
-                                                  ? gatherer.merged_chains(pos, need, hdr_size)
-                                                  : gatherer.one_chain(pos, need);
+    const Outcome outcome = features.mrg_rxbuf ? gatherer.merged_chains(pos, need, hdr_size)
+                                               : gatherer.one_chain(pos, need);
     if (outcome == Outcome::kRingEmpty) break;
     if (outcome == Outcome::kTooSmall) {
       stats.count_drop(DropReason::kTooLarge);

@@ -6,8 +6,7 @@
 namespace vqs {
 
 LendResult lend_packet(const IoVecList& chain, uint32_t hdr_size, uint32_t pkt_len,
-                       uint16_t desc_head, uint16_t ring_slots, rte_mbuf* head,
-                       MbufStash& stash,
+                       uint16_t desc_head, uint16_t ring_slots, rte_mbuf* head, MbufStash& stash,
                        ZeroCopyTracker& tracker, bool dma_ready) {
   const uint32_t head_len = pkt_len < kZeroCopyHeadLen ? pkt_len : kZeroCopyHeadLen;
   if (head_len == pkt_len || head_len > rte_pktmbuf_tailroom(head))
@@ -31,7 +30,8 @@ LendResult lend_packet(const IoVecList& chain, uint32_t hdr_size, uint32_t pkt_l
   }
   if (left != 0 || count == 0) return LendResult::kNotAttachable;
 
-  rte_mbuf_ext_shared_info* shinfo = tracker.lend(desc_head, ring_slots, static_cast<uint16_t>(count));
+  rte_mbuf_ext_shared_info* shinfo =
+      tracker.lend(desc_head, ring_slots, static_cast<uint16_t>(count));
   if (shinfo == nullptr) return LendResult::kNoSlot;
   rte_mbuf* segs[kZeroCopyMaxPieces];
   if (!stash.take(segs, count)) {

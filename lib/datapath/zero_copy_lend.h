@@ -40,11 +40,11 @@ enum class LendResult {
 };
 
 // Builds `head` (a fresh mbuf) as the `pkt_len`-byte packet after the `hdr_size`-byte header in
-// `chain`, lending the chain at `desc_head` (`ring_slots` descriptors of a packed ring); payload segments come from `stash`. With `dma_ready`
-// (GuestMapping::dma_ready) segments carry their address as buf_iova, else RTE_BAD_IOVA. Unless
-// kLent, `head` is unchanged and nothing is lent.
+// `chain`, lending the chain at `desc_head` (`ring_slots` descriptors of a packed ring); payload
+// segments come from `stash`. With `dma_ready` (GuestMapping::dma_ready) segments carry their
+// address as buf_iova, else RTE_BAD_IOVA. Unless kLent, `head` is unchanged and nothing is lent.
 LendResult lend_packet(const IoVecList& chain, uint32_t hdr_size, uint32_t pkt_len,
-                       uint16_t desc_head, uint16_t ring_slots, rte_mbuf* head,
-                       MbufStash& stash, ZeroCopyTracker& tracker, bool dma_ready);
+                       uint16_t desc_head, uint16_t ring_slots, rte_mbuf* head, MbufStash& stash,
+                       ZeroCopyTracker& tracker, bool dma_ready);
 
 }  // namespace vqs

@@ -114,8 +114,8 @@ ChainError PackedBatch::read(uint16_t i, ChainAccess access, IoVecList& out,
 // on the header's, and librte_vhost reads them regardless. Reading a device-writable buffer is
 // a SHOULD NOT in the specification (2.8.8), harmless to us; writing a device-readable one, which
 // the receive direction would do, stays refused.
-ChainError PackedBatch::read_indirect(const VringPackedDesc& d, ChainAccess access,
-                                      IoVecList& out, uint32_t& budget) const {
+ChainError PackedBatch::read_indirect(const VringPackedDesc& d, ChainAccess access, IoVecList& out,
+                                      uint32_t& budget) const {
   uint32_t entries = 0;
   ChainError error = ChainError::kNone;
   const auto* table = static_cast<const VringPackedDesc*>(

@@ -19,8 +19,8 @@ uint16_t PackedRing::count_available(uint16_t limit) const {
   return chains;
 }
 
-PackedPos PackedRing::resume_position(const VringPackedDesc* desc, uint16_t size,
-                                      PackedPos base, bool* recovered) {
+PackedPos PackedRing::resume_position(const VringPackedDesc* desc, uint16_t size, PackedPos base,
+                                      bool* recovered) {
   auto flags = [desc](uint16_t slot) {
     return __atomic_load_n(&desc[slot].flags, __ATOMIC_ACQUIRE);
   };

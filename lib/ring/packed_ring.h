@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The device side of one packed virtqueue (virtio 1.1+, 2.8): where the chains the driver made
 // available start (PackedBatch copies and reads them), marking them used in place, and both
-// directions of event suppression. Positions are ring slots with a wrap counter each, as the specification
-// counts them; librte_vhost's vring base carries the counter in bit 15. No EAL here.
+// directions of event suppression. Positions are ring slots with a wrap counter each, as the
+// specification counts them; librte_vhost's vring base carries the counter in bit 15. No EAL here.
 //
 #pragma once
 

@@ -22,8 +22,9 @@ bool VirtQueue::start(const Setup& setup) {
                                setup.ring_memory != nullptr ? setup.ring_memory : setup.memory);
     uint16_t avail_base = setup.last_avail_idx, used_base = setup.last_used_idx;
     const PackedRingAddrs& addrs = setup.packed_addrs;
-    if (!setup.base_is_ours && avail_base == used_base && addrs.desc != nullptr && addrs.size != 0 &&
-        addrs.size <= PackedRing::kMaxSize && (avail_base & 0x7fff) < addrs.size) {
+    if (!setup.base_is_ours && avail_base == used_base && addrs.desc != nullptr &&
+        addrs.size != 0 && addrs.size <= PackedRing::kMaxSize &&
+        (avail_base & 0x7fff) < addrs.size) {
       // One base for both, as a frontend gives it: checked against the ring (it may be stale).
       const PackedPos resume = PackedRing::resume_position(
           addrs.desc, addrs.size, PackedPos::from_base(avail_base), &resumed_from_ring_);

@@ -39,7 +39,7 @@ struct BurstResult {
 class VirtQueue {
  public:
   struct Setup {
-    SplitRingAddrs addrs;  // split rings
+    SplitRingAddrs addrs;          // split rings
     PackedRingAddrs packed_addrs;  // with kFRingPacked in `features`
     // Where the device resumes: split, the indices; packed, librte_vhost's vring bases (the
     // slot, the wrap counter in bit 15).

@@ -408,10 +408,10 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
   setup.addrs =
       SplitRingAddrs{reinterpret_cast<VringDesc*>(vr.desc), reinterpret_cast<VringAvail*>(vr.avail),
                      reinterpret_cast<VringUsed*>(vr.used), vr.size};
-  setup.packed_addrs = PackedRingAddrs{reinterpret_cast<VringPackedDesc*>(vr.desc_packed),
-                                       reinterpret_cast<VringPackedEvent*>(vr.driver_event),
-                                       reinterpret_cast<VringPackedEvent*>(vr.device_event),
-                                       vr.size};
+  setup.packed_addrs =
+      PackedRingAddrs{reinterpret_cast<VringPackedDesc*>(vr.desc_packed),
+                      reinterpret_cast<VringPackedEvent*>(vr.driver_event),
+                      reinterpret_cast<VringPackedEvent*>(vr.device_event), vr.size};
   setup.last_avail_idx = last_avail;
   setup.last_used_idx = last_used;
   setup.base_is_ours =

@@ -80,9 +80,9 @@ void VhostDevice::return_lent_locked(Vring& v) {
   }
   // A packed ring resumes from one base for both positions (the frontend's): chains still lent
   // go back now, or the guest would wait at their used position for ever.
-  const uint16_t given_back =
-      !suspend && v.queue.packed() && zc.in_flight() > 0 ? zc.give_back_lent(v.queue.packed_ring())
-                                                         : 0;
+  const uint16_t given_back = !suspend && v.queue.packed() && zc.in_flight() > 0
+                                  ? zc.give_back_lent(v.queue.packed_ring())
+                                  : 0;
   v.queue.complete_burst(used_before);
   if (zc.in_flight() > 0 && !suspend)
     VQS_LOG(WARNING, "%s: %u zero-copy buffers still held when the ring stopped%s", path().c_str(),

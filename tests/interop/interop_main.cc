@@ -28,26 +28,11 @@ int main(int argc, char** argv) {
   fs::copy_file(argv[1], plugin, fs::copy_options::overwrite_existing);
   setenv("VQS_TEST_RUN_DIR", dir.c_str(), 1);
 
-  std::vector<std::string> args = {argv[0],
-                                   "-l",
-                                   "0,1",
-                                   "--main-lcore",
-                                   "0",
-                                   "--file-prefix",
-                                   tag,
-                                   "-m",
-                                   "256",
-                                   "--no-pci",
-                                   "--single-file-segments",
+  std::vector<std::string> args = {argv[0], "-l", "0,1", "--main-lcore", "0", "--file-prefix", tag,
+                                   "-m", "256", "--no-pci", "--single-file-segments",
                                    // virtio_user's AVX-512 packed paths, where the CPU has them
-                                   "--force-max-simd-bitwidth",
-                                   "512",
-                                   "-d",
-                                   plugin.string(),
-                                   "--log-level",
-                                   "*:warning",
-                                   "--log-level",
-                                   "pmd.net.vqs:info"};
+                                   "--force-max-simd-bitwidth", "512", "-d", plugin.string(),
+                                   "--log-level", "*:warning", "--log-level", "pmd.net.vqs:info"};
   std::vector<char*> eal_argv;
   for (std::string& a : args) eal_argv.push_back(a.data());
   if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {

@@ -7,8 +7,8 @@
 #include <rte_vhost.h>
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 
 namespace vqs::test {

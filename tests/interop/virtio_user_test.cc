@@ -2,13 +2,13 @@
 // net_vqs against DPDK's virtio_user driver in the same process: every byte compared in both
 // directions, offloads, multiqueue, and guests that come and go while the host forwards.
 #include <rte_bus_vdev.h>
-#include <rte_epoll.h>
 #include <rte_cpuflags.h>
+#include <rte_epoll.h>
 #include <rte_ethdev.h>
-#include <rte_log.h>
 #include <rte_ip.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
+#include <rte_log.h>
 #include <rte_net.h>
 
 #include <rte_cycles.h>
@@ -101,8 +101,11 @@ TEST_CASE("a packed-ring guest (packed_vq=1): every path, both directions, many 
     uint16_t queues;
     const char* extra;
   };
-  const Path paths[] = {{true, false, 1, ""},  {false, false, 1, ""}, {true, true, 1, ""},
-                        {false, true, 1, ""},  {true, false, 4, ""},
+  const Path paths[] = {{true, false, 1, ""},
+                        {false, false, 1, ""},
+                        {true, true, 1, ""},
+                        {false, true, 1, ""},
+                        {true, false, 4, ""},
                         // The AVX-512 paths, where the CPU and EAL's SIMD width allow them.
                         {false, true, 1, ",vectorized=1"}};
   for (const Path& p : paths) {

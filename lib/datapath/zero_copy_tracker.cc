@@ -141,30 +141,17 @@ void ZeroCopyTracker::cancel(rte_mbuf_ext_shared_info* shinfo) {
 }
 
 void ZeroCopyTracker::orphan_lent() {
-  for (int word = 0; word < 2; ++word) {
-    uint64_t lent = ~free_[word];
-    while (lent != 0) {
-      const int bit = __builtin_ctzll(lent);
-      lent &= lent - 1;
-      slots_[word * 64 + bit].orphan = true;
-    }
-  }
+  for_each_lent([](Slot& s) { s.orphan = true; });
 }
 
 uint16_t ZeroCopyTracker::give_back_lent(PackedRing& ring) {
   uint16_t given = 0;
-  for (int word = 0; word < 2; ++word) {
-    uint64_t lent = ~free_[word];
-    while (lent != 0) {
-      const int bit = __builtin_ctzll(lent);
-      lent &= lent - 1;
-      Slot& s = slots_[word * 64 + bit];
-      if (s.orphan) continue;
-      ring.put_used(s.head, 0, s.ring_slots);
-      s.orphan = true;
-      ++given;
-    }
-  }
+  for_each_lent([&](Slot& s) {
+    if (s.orphan) return;
+    ring.put_used(s.head, 0, s.ring_slots);
+    s.orphan = true;
+    ++given;
+  });
   return given;
 }
 
@@ -182,17 +169,11 @@ void ZeroCopyTracker::set_mapping(GuestMapping* mapping) {
   if (mapping == mapping_) return;
   if (mapping_ != nullptr && lent_from_mapping_ > 0) {
     // Chains lent from the old mapping keep it, each with its own reference.
-    for (int word = 0; word < 2; ++word) {
-      uint64_t lent = ~free_[word];
-      while (lent != 0) {
-        const int bit = __builtin_ctzll(lent);
-        lent &= lent - 1;
-        Slot& s = slots_[word * 64 + bit];
-        if (s.own_ref || s.mapping == nullptr) continue;
-        mapping_->retain();
-        s.own_ref = true;
-      }
-    }
+    for_each_lent([this](Slot& s) {
+      if (s.own_ref || s.mapping == nullptr) return;
+      mapping_->retain();
+      s.own_ref = true;
+    });
     mapping_->release();
   }
   mapping_ = mapping;

@@ -114,6 +114,14 @@ class ZeroCopyTracker {
   void drop_mapping_ref(Slot& s);
   template <typename PutUsed>
   uint16_t reap_with(PutUsed&& put_used);
+  // Owner: calls `f` with each slot not free (lent, or completed and not reaped yet).
+  template <typename F>
+  void for_each_lent(F&& f) {
+    for (int word = 0; word < 2; ++word) {
+      for (uint64_t lent = ~free_[word]; lent != 0; lent &= lent - 1)
+        f(slots_[word * 64 + __builtin_ctzll(lent)]);
+    }
+  }
 
   Slot slots_[kMaxSlots];
   uint64_t free_[2];  // owner: slots that may be lent

@@ -44,6 +44,16 @@ void one_way(uint16_t from, uint16_t to, uint16_t q, uint32_t size, uint32_t see
   free_all(got);
 }
 
+// The host port received and sent `expected` packets each way, without errors.
+void check_host_counts(uint16_t port, uint64_t expected) {
+  rte_eth_stats stats{};
+  REQUIRE(rte_eth_stats_get(port, &stats) == 0);
+  CHECK(stats.ipackets == expected);
+  CHECK(stats.opackets == expected);
+  CHECK(stats.ierrors == 0);
+  CHECK(stats.oerrors == 0);
+}
+
 }  // namespace
 
 TEST_CASE("both directions, sizes 60..9018, mergeable buffers, 1 and 4 queue pairs") {
@@ -85,12 +95,7 @@ TEST_CASE("an in-order guest (IN_ORDER negotiated): both directions, with and wi
         ++expected;
       }
     }
-    rte_eth_stats host_stats{};
-    REQUIRE(rte_eth_stats_get(host.port(), &host_stats) == 0);
-    CHECK(host_stats.ipackets == expected);
-    CHECK(host_stats.opackets == expected);
-    CHECK(host_stats.ierrors == 0);
-    CHECK(host_stats.oerrors == 0);
+    check_host_counts(host.port(), expected);
   }
   CHECK(pool_full());
 }
@@ -150,12 +155,7 @@ TEST_CASE("a packed-ring guest (packed_vq=1): every path, both directions, many 
         }
       }
     }
-    rte_eth_stats host_stats{};
-    REQUIRE(rte_eth_stats_get(host.port(), &host_stats) == 0);
-    CHECK(host_stats.ipackets == expected);
-    CHECK(host_stats.opackets == expected);
-    CHECK(host_stats.ierrors == 0);
-    CHECK(host_stats.oerrors == 0);
+    check_host_counts(host.port(), expected);
   }
   CHECK(pool_full());
 }

@@ -3,6 +3,7 @@
 // port's socket: the process must neither crash nor keep what it refused.
 #include <grp.h>
 #include <rte_cycles.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 #include "port_pair.h"
 #include "raw_frontend.h"
@@ -313,4 +315,61 @@ TEST_CASE("soak: a frontend storming ring-changing messages for 60 s beside a wo
     CHECK(mapping_count() == maps_before);
   }
   CHECK(pool_full());
+}
+
+// Issue 19: a packed ring whose event areas lie outside guest memory. librte_vhost cannot map
+// them and the vrings are never started (nothing of ours reads or writes them); once the
+// frontend gives addresses inside its memory, the port serves the packed rings.
+TEST_CASE("packed: event areas outside guest memory leave the vrings unserved until fixed") {
+  constexpr uint64_t kPacked = 1ull << 34, kVersion1 = 1ull << 32;
+  constexpr uint64_t kMem = 2 << 20, kArea = 64 << 10;
+  HostPort host(1);
+  RawFrontend frontend(host.socket());
+  frontend.send_message(kGetFeatures);
+  const uint64_t offered = frontend.receive_reply().u64;
+  REQUIRE((offered & kPacked) != 0);
+  frontend.send_message(kGetProtocolFeatures);
+  REQUIRE((frontend.receive_reply().u64 & kProtocolFReplyAck) != 0);
+  frontend.send_message(kSetProtocolFeatures, 0, true, kProtocolFReplyAck);
+  frontend.send_message(kSetOwner);
+  frontend.send_message(kSetFeatures, 0, true, kVersion1 | kPacked | kFProtocolFeatures);
+  const int memfd = memfd_create("packed-guest", MFD_CLOEXEC);
+  REQUIRE(memfd >= 0);
+  REQUIRE(ftruncate(memfd, kMem) == 0);
+  auto* mem =
+      static_cast<uint8_t*>(mmap(nullptr, kMem, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0));
+  REQUIRE(mem != MAP_FAILED);
+  std::memset(mem, 0, kMem);
+  frontend.send_mem_table({{0, kMem, reinterpret_cast<uint64_t>(mem), 0, memfd}}, kNeedReply);
+  REQUIRE(frontend.receive_reply().u64 == 0);
+  const uint64_t base = reinterpret_cast<uint64_t>(mem);
+  const uint64_t outside = base + kMem + 4096;  // the frontend's address space, not the guest's
+  int fds[4];
+  for (uint32_t i = 0; i < 2; ++i) {
+    frontend.send_vring_state(kSetVringNum, i, 256);
+    frontend.send_vring_state(kSetVringBase, i, 0x8000);  // slot 0, wrap counter 1
+    // desc, then "used" = our (device) event area, "avail" = the driver's.
+    frontend.send_vring_addr(i, base + i * kArea, outside, base + i * kArea + 4096);
+    fds[2 * i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    fds[2 * i + 1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    frontend.send_vring_fd(kSetVringKick, i, fds[2 * i]);
+    frontend.send_vring_fd(kSetVringCall, i, fds[2 * i + 1]);
+  }
+  for (uint32_t i = 0; i < 2; ++i) frontend.send_vring_state(kSetVringEnable, i, 1);
+  CHECK_FALSE(wait_link(host.port(), true, 500));
+  CHECK(std::all_of(mem, mem + 2 * kArea, [](uint8_t b) { return b == 0; }));  // nothing written
+  // Device event areas inside guest memory now: served, and ours is written (kicks disabled
+  // while the port polls: flags 1).
+  for (uint32_t i = 0; i < 2; ++i)
+    frontend.send_vring_addr(i, base + i * kArea, base + i * kArea + 8192, base + i * kArea + 4096);
+  CHECK(wait_link(host.port(), true));
+  uint16_t device_flags = 0;
+  for (int tries = 0; tries < 1000 && device_flags == 0; ++tries) {
+    rte_delay_ms(1);
+    std::memcpy(&device_flags, mem + 8192 + 2, 2);
+  }
+  CHECK(device_flags == 1);
+  munmap(mem, kMem);
+  close(memfd);
+  for (int fd : fds) close(fd);
 }

@@ -689,3 +689,26 @@ TEST_CASE("zero-copy: a packed ring stopping for good gives its lent chains back
   CHECK(dev.tx.take_used().empty());
   CHECK(dev.tracker.in_flight() == 0);
 }
+
+// A packed ring's lent chain holds each of its descriptors' slots: what is lent is bounded in
+// slots as well (a quarter of the ring), so chains of many descriptors cannot hold it all.
+TEST_CASE("zero-copy: on a packed ring, lent chains hold at most a quarter of the slots") {
+  ZeroCopyDevice dev(256);
+  if (!dev.txq.packed()) return;  // packed rings only: datapath_packed runs it
+  TxLayout layout;
+  layout.data_pieces = 8;  // 8 slots a chain
+  dev.send(20, 1400, 0, layout);
+  const auto pkts = dev.dequeue();
+  REQUIRE(pkts.size() == 20);
+  CHECK(dev.tracker.in_flight() == 256 / 4 / 8);  // 8 chains of 8 slots
+  CHECK(dev.txq.stats().zero_copy_packets == 8);
+  CHECK(dev.txq.stats().zero_copy_limit_copies == 12);
+  CHECK(dev.tx.take_used().size() == 12);
+  dev.free_all();
+  CHECK(dev.dequeue().empty());
+  CHECK(dev.tx.take_used().size() == 8);
+  CHECK(dev.tracker.in_flight() == 0);
+  dev.send(8, 1400, 100, layout);  // the slots are lendable again
+  CHECK(dev.dequeue().size() == 8);
+  CHECK(dev.tracker.in_flight() == 8);
+}

@@ -47,6 +47,8 @@ void ZeroCopyTracker::reset() {
   free_[0] = free_[1] = ~uint64_t{0};
   in_flight_.store(0, std::memory_order_relaxed);
   limit_ = 0;
+  slot_limit_ = 0;
+  lent_slots_ = 0;
   mapping_ = nullptr;
   lent_from_mapping_ = 0;
   orphans_reaped_.store(0, std::memory_order_relaxed);
@@ -115,7 +117,7 @@ void ZeroCopyTracker::arm_wake(bool armed) {
 rte_mbuf_ext_shared_info* ZeroCopyTracker::lend(uint16_t head, uint16_t ring_slots,
                                                 uint16_t segments) {
   const uint16_t lent = in_flight_.load(std::memory_order_relaxed);
-  if (lent >= limit_) return nullptr;
+  if (lent >= limit_ || lent_slots_ + ring_slots > slot_limit_) return nullptr;
   const int word = free_[0] != 0 ? 0 : 1;
   if (free_[word] == 0) return nullptr;  // every slot lent (limit_ is at most kMaxSlots)
   const int bit = __builtin_ctzll(free_[word]);
@@ -128,6 +130,7 @@ rte_mbuf_ext_shared_info* ZeroCopyTracker::lend(uint16_t head, uint16_t ring_slo
   s.own_ref = false;
   if (mapping_ != nullptr && lent_from_mapping_++ == 0) mapping_->retain();
   rte_mbuf_ext_refcnt_set(&s.shinfo, segments);
+  lent_slots_ += ring_slots;
   in_flight_.store(static_cast<uint16_t>(lent + 1), std::memory_order_relaxed);
   return &s.shinfo;
 }
@@ -135,6 +138,7 @@ rte_mbuf_ext_shared_info* ZeroCopyTracker::lend(uint16_t head, uint16_t ring_slo
 void ZeroCopyTracker::cancel(rte_mbuf_ext_shared_info* shinfo) {
   Slot* s = reinterpret_cast<Slot*>(shinfo);
   drop_mapping_ref(*s);
+  lent_slots_ -= s->ring_slots;
   free_[s->index >> 6] |= uint64_t{1} << (s->index & 63);
   in_flight_.store(static_cast<uint16_t>(in_flight_.load(std::memory_order_relaxed) - 1),
                    std::memory_order_relaxed);
@@ -193,6 +197,7 @@ uint16_t ZeroCopyTracker::reap_with(PutUsed&& put_used) {
       done &= done - 1;
       Slot& s = slots_[word * 64 + bit];
       ++freed;
+      lent_slots_ -= s.ring_slots;
       drop_mapping_ref(s);
       if (!s.orphan) {
         put_used(s);

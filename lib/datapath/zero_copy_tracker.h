@@ -44,7 +44,10 @@ class ZeroCopyTracker {
 
   // Owner, when the ring starts: the limit for its size. Orphans of earlier sessions still count
   // against it until they complete.
-  void start(uint16_t ring_size) { limit_ = limit_for_ring(ring_size); }
+  void start(uint16_t ring_size) {
+    limit_ = limit_for_ring(ring_size);
+    slot_limit_ = static_cast<uint16_t>(ring_size / 4);
+  }
   // Owner, when the ring stops: chains still lent will not be returned to this ring.
   void orphan_lent();
   // Owner, a packed ring stopping for good with chains still lent: their used entries are
@@ -127,6 +130,10 @@ class ZeroCopyTracker {
   uint64_t free_[2];  // owner: slots that may be lent
   std::atomic<uint16_t> in_flight_{0};
   uint16_t limit_ = 0;
+  // Packed rings: a lent chain holds all its descriptors' slots, so what is lent is bounded in
+  // slots too (a quarter of the ring; split chains count one each, within limit_).
+  uint16_t slot_limit_ = 0;
+  uint32_t lent_slots_ = 0;  // owner
   GuestMapping* mapping_ = nullptr;
   uint16_t lent_from_mapping_ = 0;  // lent slots covered by the one reference held to mapping_
   std::atomic<uint64_t> orphans_reaped_{0};

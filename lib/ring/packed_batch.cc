@@ -15,6 +15,26 @@ bool PackedBatch::copy_chain() {
   // A whole lap is the most the driver can have made available at once.
   if (slots_ >= size) return false;
   const VringPackedDesc* ring = ring_->descs();
+  // The common chain first: one descriptor (one buffer, or an indirect table).
+  const uint16_t head_flags = __atomic_load_n(&ring[pos_.slot].flags, __ATOMIC_ACQUIRE);
+  if (!packed_desc_available(head_flags, pos_.wrap)) return false;
+  if (!(head_flags & kVringDescFNext) && desc_count_ < kMaxDescs) {
+    VringPackedDesc& d = descs_[desc_count_];
+    d = load_desc(ring, pos_.slot);
+    d.flags = head_flags;
+    Chain& c = chains_[chain_count_++];
+    c.first = static_cast<uint16_t>(desc_count_++);
+    c.copied = 1;
+    c.descs = 1;
+    c.id = d.id;
+    c.error = ChainError::kNone;
+    c.slots_end = ++slots_;
+    if (++pos_.slot == size) {
+      pos_.slot = 0;
+      pos_.wrap = !pos_.wrap;
+    }
+    return true;
+  }
   const uint32_t bound = size < IoVecList::kCapacity ? size : IoVecList::kCapacity;
   // The first chain may take the whole bound; a later one must fit what is left of the lap and
   // of the copies, or it waits for the next burst, where it comes first.

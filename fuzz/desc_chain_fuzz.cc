@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                      iov[0].len == single_len);
     }
     reader.prefetch_first_buffer(head, 256);
-    reader.prefetch_first_buffer_for_write(head, 256);
+    reader.prefetch_first_buffer(head, 256, true);
   }
   return 0;
 }

@@ -81,6 +81,26 @@ inline const void* indirect_table(const GuestMemory& memory, uint64_t addr, uint
   return table;
 }
 
+// Cache hints for the first `bytes` of a buffer (clipped to its length `len`, translated within
+// guest memory; anything odd is skipped): for reading, or (`for_write`, guest RX) the line holding
+// its first byte for reading (the virtio-net header, left alone when unchanged so that the
+// guest's copy stays valid) and the lines after it for writing. For every ring format.
+inline void prefetch_buffer_head(const GuestMemory& memory, uint64_t addr, uint32_t len,
+                                 uint32_t bytes, bool for_write) {
+  if (bytes < len) len = bytes;
+  const uint8_t* p = len != 0 ? memory.translate(addr, len) : nullptr;
+  if (p == nullptr) return;
+  uintptr_t line = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kCacheLine - 1};
+  const uintptr_t last = reinterpret_cast<uintptr_t>(p) + len - 1;
+  if (for_write) {
+    prefetch_line(reinterpret_cast<const void*>(line));
+    for (line += kCacheLine; line <= last; line += kCacheLine)
+      prefetch_line_for_write(reinterpret_cast<const void*>(line));
+  } else {
+    for (; line <= last; line += kCacheLine) prefetch_line(reinterpret_cast<const void*>(line));
+  }
+}
+
 class DescChainReader {
  public:
   DescChainReader() = default;
@@ -118,40 +138,18 @@ class DescChainReader {
   // Cache hint for the first `bytes` of a chain's first buffer (within the descriptor's length),
   // before it is read for real: guest-written lines then arrive together for a whole burst
   // instead of one miss per packet. Only a hint: anything odd is skipped.
-  void prefetch_first_buffer(uint16_t head, uint32_t bytes) const {
-    uintptr_t line = 0, last = 0;
-    if (!first_buffer_lines(head, bytes, &line, &last)) return;
-    for (; line <= last; line += kCacheLine) prefetch_line(reinterpret_cast<const void*>(line));
-  }
-  // Guest RX: the first `bytes` of the buffer the device writes next. The line holding its first
-  // byte (the virtio-net header, left alone when unchanged so that the guest's copy stays valid)
-  // is fetched for reading, the lines after it for writing.
-  void prefetch_first_buffer_for_write(uint16_t head, uint32_t bytes) const {
-    uintptr_t line = 0, last = 0;
-    if (!first_buffer_lines(head, bytes, &line, &last)) return;
-    prefetch_line(reinterpret_cast<const void*>(line));
-    for (line += kCacheLine; line <= last; line += kCacheLine)
-      prefetch_line_for_write(reinterpret_cast<const void*>(line));
+  // Guest RX (`for_write`): the buffer the device writes next (prefetch_buffer_head).
+  void prefetch_first_buffer(uint16_t head, uint32_t bytes, bool for_write = false) const {
+    if (head >= ring_size_) return;
+    // One read of guest memory: a length the guest rewrote between two reads would not pass
+    // the clip.
+    const VringDesc d = load_desc(table_, head);
+    if (!(d.flags & kVringDescFIndirect))
+      prefetch_buffer_head(*memory_, d.addr, d.len, bytes, for_write);
   }
 
  private:
   ChainError walk(uint16_t head, ChainAccess access, IoVecList& out, uint32_t& budget) const;
-
-  // The first and last cache lines of the first `bytes` of the chain's first buffer, clipped to
-  // the descriptor and translated within guest memory; false when there is nothing to fetch.
-  bool first_buffer_lines(uint16_t head, uint32_t bytes, uintptr_t* first, uintptr_t* last) const {
-    if (head >= ring_size_) return false;
-    // One read of guest memory: a length the guest rewrote between two reads would not pass
-    // the clip below.
-    const VringDesc d = load_desc(table_, head);
-    if (d.flags & kVringDescFIndirect) return false;
-    const uint32_t len = d.len < bytes ? d.len : bytes;
-    const uint8_t* p = len != 0 ? memory_->translate(d.addr, len) : nullptr;
-    if (p == nullptr) return false;
-    *first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kCacheLine - 1};
-    *last = reinterpret_cast<uintptr_t>(p) + len - 1;
-    return true;
-  }
 
   const VringDesc* table_ = nullptr;
   uint16_t ring_size_ = 0;

@@ -78,18 +78,13 @@ class PackedBatch {
     return memory_->translate(d.addr, d.len);
   }
 
-  // Cache hints for the first `bytes` of chain i's first buffer, as DescChainReader's.
-  void prefetch_first_buffer(uint16_t i, uint32_t bytes) const {
-    uintptr_t line = 0, last = 0;
-    if (!first_buffer_lines(i, bytes, &line, &last)) return;
-    for (; line <= last; line += kCacheLine) prefetch_line(reinterpret_cast<const void*>(line));
-  }
-  void prefetch_first_buffer_for_write(uint16_t i, uint32_t bytes) const {
-    uintptr_t line = 0, last = 0;
-    if (!first_buffer_lines(i, bytes, &line, &last)) return;
-    prefetch_line(reinterpret_cast<const void*>(line));
-    for (line += kCacheLine; line <= last; line += kCacheLine)
-      prefetch_line_for_write(reinterpret_cast<const void*>(line));
+  // Cache hints for the first `bytes` of chain i's first buffer (prefetch_buffer_head).
+  void prefetch_first_buffer(uint16_t i, uint32_t bytes, bool for_write = false) const {
+    const Chain& c = chains_[i];
+    if (c.copied == 0) return;
+    const VringPackedDesc& d = descs_[c.first];
+    if (!(d.flags & kVringDescFIndirect))
+      prefetch_buffer_head(*memory_, d.addr, d.len, bytes, for_write);
   }
 
  private:
@@ -99,18 +94,6 @@ class PackedBatch {
   bool copy_chain();
   ChainError read_indirect(const VringPackedDesc& d, ChainAccess access, IoVecList& out,
                            uint32_t& budget) const;
-  bool first_buffer_lines(uint16_t i, uint32_t bytes, uintptr_t* first, uintptr_t* last) const {
-    const Chain& c = chains_[i];
-    if (c.copied == 0) return false;
-    const VringPackedDesc& d = descs_[c.first];
-    if (d.flags & kVringDescFIndirect) return false;
-    const uint32_t len = d.len < bytes ? d.len : bytes;
-    const uint8_t* p = len != 0 ? memory_->translate(d.addr, len) : nullptr;
-    if (p == nullptr) return false;
-    *first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kCacheLine - 1};
-    *last = reinterpret_cast<uintptr_t>(p) + len - 1;
-    return true;
-  }
 
   const PackedRing* ring_ = nullptr;
   const GuestMemory* memory_ = nullptr;

@@ -86,7 +86,7 @@ class PackedBurst {
   }
   void prefetch_rx(uint16_t count, uint32_t packet_bytes) const {
     const uint32_t bytes = vq_.features().net_hdr_size + packet_bytes;
-    for (uint16_t i = 0; i < count; ++i) batch_.prefetch_first_buffer_for_write(i, bytes);
+    for (uint16_t i = 0; i < count; ++i) batch_.prefetch_first_buffer(i, bytes, true);
   }
 
  private:

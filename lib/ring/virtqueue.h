@@ -150,7 +150,7 @@ class VirtQueue {
     ring_.prefetch_descs(count);
     const uint32_t bytes = features_.net_hdr_size + packet_bytes;
     for (uint16_t i = 0; i < count; ++i)
-      reader_.prefetch_first_buffer_for_write(ring_.avail_head(i), bytes);
+      reader_.prefetch_first_buffer(ring_.avail_head(i), bytes, true);
   }
 
   // Ends a guest TX burst: makes the used entries visible and interrupts the guest if it asked

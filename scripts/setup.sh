@@ -29,7 +29,7 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 install_packages() {
   local missing=()
   for p in "${kPackages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'install ok installed' >/dev/null || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && { log "packages present"; return; }
   log "installing: ${missing[*]}"

@@ -22,7 +22,7 @@ prefix=$(meson introspect "$build" --buildoptions |
 for program in vqswitch vqswitchctl; do
   [ -x "$dest$prefix/bin/$program" ] || fail "$prefix/bin/$program not installed"
 done
-"$dest$prefix/bin/vqswitchctl" --version | grep -q '^vqswitchctl ' || fail "installed vqswitchctl --version"
+"$dest$prefix/bin/vqswitchctl" --version | grep '^vqswitchctl ' >/dev/null || fail "installed vqswitchctl --version"
 
 pc=$(find "$dest" -name vqswitch.pc | head -n 1)
 [ -n "$pc" ] || fail "no vqswitch.pc installed"

@@ -39,7 +39,7 @@ rc=$?
 grep -qE "^$work/bad.yaml:6:13: ports\[0\]\.queues: " <<<"$out" || fail "bad config message: $out"
 [ ! -e /tmp/vqs-cli-test.sock ] || fail "a socket was created for a bad config"
 
-"$vqswitch" --version | grep -qE '^vqswitch [0-9]+\.[0-9]+\.[0-9]+ \(DPDK 22\.11' ||
+"$vqswitch" --version | grep -E '^vqswitch [0-9]+\.[0-9]+\.[0-9]+ \(DPDK 22\.11' >/dev/null ||
   fail "--version: $("$vqswitch" --version 2>&1)"
 help=$("$vqswitch" --help)
 for option in --config --check --stats --duration --version --help; do

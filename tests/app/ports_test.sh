@@ -94,10 +94,10 @@ for i in $(seq "$rounds"); do
     guest_x 60 &
     gx=$!
     for _ in $(seq 300); do
-      ctl stats x --json 2>/dev/null | grep -q '"rx_packets": [1-9]' && break
+      ctl stats x --json 2>/dev/null | grep '"rx_packets": [1-9]' >/dev/null && break
       sleep 0.1
     done
-    ctl stats x --json 2>/dev/null | grep -q '"rx_packets": [1-9]' || { ctl rxq-show; ctl show; }
+    ctl stats x --json 2>/dev/null | grep '"rx_packets": [1-9]' >/dev/null || { ctl rxq-show; ctl show; }
     ctl del-port x --json >"$run/del.json" 2>&1 || fail "round $i: del-port with a guest: $(cat "$run/del.json")"
     check "round $i: x received from its guest, and dropped it as no_route (its own MAC)" \
       'j["deleted"] == "x" and j["final"]["rx_packets"] > 0 and

@@ -91,7 +91,7 @@ check_states() {  # after migrate $1 $2
 fdb_has() {
   while :; do
     learned=$((($(date +%s%N) - done_at) / 1000000))
-    bridge fdb show br "$bridge" | grep -q "$mac dev $1 " && return 0
+    bridge fdb show br "$bridge" | grep "$mac dev $1 " >/dev/null && return 0
     [ "$learned" -lt 3000 ] || return 1
     sleep 0.05
   done
@@ -114,7 +114,7 @@ for _ in $(seq 240); do grep -aq "VQS-GUEST-PINGS-DONE" "$run/vm0.console" 2>/de
 grep -aq "VQS-GUEST-PING-OK" "$run/vm0.console" && ok "the guest booted on net_vqs0 and reached the host" ||
   fail "the guest did not reach the host: $(tail -n 5 "$run/vm0.console" 2>/dev/null) $(cat "$run/vm0.qemu.log")"
 ping -c 2 -W 5 "$guest" >/dev/null 2>&1 && ok "the host reaches the guest" || fail "the host cannot reach the guest"
-bridge fdb show br "$bridge" | grep -q "$mac dev ${tap}a " && ok "the Linux bridge has the guest behind ${tap}a" ||
+bridge fdb show br "$bridge" | grep "$mac dev ${tap}a " >/dev/null && ok "the Linux bridge has the guest behind ${tap}a" ||
   fail "the Linux bridge does not have the guest behind ${tap}a: $(bridge fdb show br "$bridge" | grep "$mac")"
 
 # The quiet move: nothing in flight, so only the RARP teaches the Linux bridge where the guest

@@ -33,16 +33,23 @@ if [ ! -f build-fuzz/build.ninja ]; then
     -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 fi
 ninja -C build-fuzz
+# Where the suite's time goes (CI's budget: well under 30 minutes).
+phase() { echo "test.sh: $1 at $((SECONDS / 60)) min $((SECONDS % 60)) s"; }
+phase "set up and built"
 
 status=0
 meson test -C build-release --print-errorlogs || status=1
+phase "release suite done"
 # Every suite again under ASan+UBSan: unit and integration (virtio_user guests, testpmd with
 # the sanitized plugin, the switch against real peers, the demo).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   meson test -C build-asan --print-errorlogs || status=1
+phase "sanitizer suite done"
 
-# Each harness replays its regressions, then fuzzes for 400,000 executions (scripts/fuzz.sh).
+# Each harness replays its regressions, then fuzzes for 400,000 executions or
+# 60 s, whichever comes first (scripts/fuzz.sh).
 meson test -C build-fuzz --suite fuzz --print-errorlogs || status=1
+phase "fuzz smoke done"
 
 python3 "$top/scripts/count_tests.py" build-release/meson-logs/testlog.json \
   build-asan/meson-logs/testlog.json build-fuzz/meson-logs/testlog.json || status=1

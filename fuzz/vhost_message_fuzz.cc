@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "guarded_memory.h"
+#include "ring/virtio_net_hdr.h"
+#include "ring/vring.h"
 #include "vhost/vhost_device.h"
 #include "vhost/vhost_user_request.h"
 
@@ -187,6 +189,77 @@ std::chrono::steady_clock::time_point wait_until_let_go() {
 int fds_before = 0;
 int maps_before = 0;
 
+// Guest memory for a started queue pair: one region of kBringUpSize bytes at the frontend's
+// address `uaddr`; vring v's areas at v x kBringUpStride (descriptors, then the avail ring or
+// driver event area at +4096, the used ring or device event area at +8192).
+constexpr uint64_t kBringUpSize = 64 << 10;
+constexpr uint64_t kBringUpStride = 16 << 10;
+
+// Sends what a frontend sends to start queue pair 0, as QEMU does: features (split or packed,
+// with protocol features or not), a memory table whose rings hold the fuzzer's bytes (hostile
+// descriptors, flags and wrap bits for a packed ring's resume, avail and used indices), then for
+// vrings 0 and 1 their size, base (the fuzzer's: a packed base carries wrap bits), addresses,
+// kick and call, and the enable. librte_vhost then starts the device, so our ring start (and a
+// packed ring's base check) runs on what the fuzzer wrote. False once the backend hung up.
+bool bring_up(Frontend& frontend, FuzzedDataProvider& in, uint64_t uaddr) {
+  const bool packed = in.ConsumeBool();
+  const bool protocol = in.ConsumeProbability<float>() < 0.8f;
+  uint64_t features =
+      (offered_virtio_features(true, true) & in.ConsumeIntegral<uint64_t>()) | (1ull << kFVersion1);
+  features &= ~(1ull << kFRingPacked);
+  if (packed) features |= 1ull << kFRingPacked;
+  if (protocol) features |= kFProtocolFeatures;
+  if (!frontend.send(R::kSetOwner, 0, nullptr, 0) ||
+      !frontend.send_u64(R::kSetFeatures, 0, features))
+    return false;
+  if (protocol && !frontend.send_u64(R::kSetProtocolFeatures, 0, handled_protocol_features()))
+    return false;
+
+  const int fd = memfd_create("vqs-fuzz-guest", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, kBringUpSize) != 0) std::abort();
+  void* memory = mmap(nullptr, kBringUpSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (memory == MAP_FAILED) std::abort();
+  for (uint64_t v = 0; v < 2; ++v) {  // each vring's descriptors and its two small areas
+    auto* ring = static_cast<uint8_t*>(memory) + v * kBringUpStride;
+    const std::vector<uint8_t> desc = in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange(0, 4096));
+    if (!desc.empty()) std::memcpy(ring, desc.data(), desc.size());
+    const uint64_t driver_area = in.ConsumeIntegral<uint64_t>(),
+                   device_area = in.ConsumeIntegral<uint64_t>();
+    std::memcpy(ring + 4096, &driver_area, sizeof(driver_area));
+    std::memcpy(ring + 8192, &device_area, sizeof(device_area));
+  }
+  munmap(memory, kBringUpSize);
+  struct [[gnu::packed]] {
+    uint32_t nregions, padding;
+    uint64_t gpa, size, uaddr, offset;
+  } table{1, 0, 0, kBringUpSize, uaddr, 0};
+  const bool sent = frontend.send(R::kSetMemTable, 0, &table, sizeof(table), {fd});
+  close(fd);
+  if (!sent) return false;
+
+  for (uint32_t v = 0; v < 2; ++v) {
+    const uint64_t at = uaddr + v * kBringUpStride;
+    struct [[gnu::packed]] {
+      uint32_t index, flags;
+      uint64_t desc, used, avail, log;
+    } addr{v, 0, at, at + 8192, at + 4096, 0};
+    const uint32_t base = in.ConsumeBool() ? 0 : in.ConsumeIntegral<uint32_t>();
+    const int kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    const int call = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    const bool ok =
+        frontend.send_u64(R::kSetVringNum, 0, v | (uint64_t{256} << 32)) &&
+        frontend.send_u64(R::kSetVringBase, 0, v | (uint64_t{base} << 32)) &&
+        frontend.send(R::kSetVringAddr, 0, &addr, sizeof(addr)) &&
+        frontend.send_u64(R::kSetVringKick, 0, v, {kick}) &&
+        frontend.send_u64(R::kSetVringCall, 0, v, {call}) &&
+        (!protocol || frontend.send_u64(R::kSetVringEnable, 0, v | (uint64_t{1} << 32)));
+    close(kick);
+    close(call);
+    if (!ok) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -234,7 +307,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (int op = 0; open && op < 24 && in.remaining_bytes() > 0; ++op) {
       const uint32_t flags = in.ConsumeBool() ? kNeedReply : 0;
       const uint32_t vring = in.ConsumeIntegralInRange<uint32_t>(0, 2 * kQueuePairs);
-      switch (in.ConsumeIntegralInRange(0, 13)) {
+      switch (in.ConsumeIntegralInRange(0, 14)) {
         case 0:
           open = frontend.send(R::kGetFeatures, flags, nullptr, 0);
           break;
@@ -329,6 +402,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           close(fd);
           break;
         }
+        case 14:  // queue pair 0 started as a frontend would, on rings of the fuzzer's bytes
+          open = bring_up(frontend, in, kUaddr);
+          break;
         case 11: {  // any request, any payload, no fds
           const uint32_t request = in.ConsumeIntegralInRange<uint32_t>(0, 40);
           const std::vector<uint8_t> payload =

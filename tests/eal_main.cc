@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Catch2 runner for tests that need mbufs: EAL without hugepages, shared config or PCI, so unit
 // tests run anywhere (and in parallel: each process has its own file prefix).
-#define CATCH_CONFIG_RUNNER
 #include <rte_eal.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>
 #include <vector>
+
+#include "catch_session.h"
 
 int main(int argc, char** argv) {
   const std::string prefix = "vqs-unit-" + std::to_string(getpid());
@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rte_eal_init failed\n");
     return 2;
   }
-  const int failed = Catch::Session().run(argc, argv);
+  const int failed = vqs::test::run_catch_session(argc, argv);
   rte_eal_cleanup();
   return failed;
 }

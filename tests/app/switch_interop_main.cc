@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Catch2 runner for the switch against real peers in this process: EAL on hugepages (virtio_user
 // shares its memory with the switch by file descriptor), lcore 1 forwarding, lcore 0 the guests'.
-#define CATCH_CONFIG_RUNNER
 #include <rte_eal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "catch_session.h"
 
 namespace fs = std::filesystem;
 
@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     fs::remove_all(dir);
     return 2;
   }
-  const int failed = Catch::Session().run(argc, argv);
+  const int failed = vqs::test::run_catch_session(argc, argv);
   rte_eal_cleanup();
   fs::remove_all(dir);
   return failed;

@@ -2,16 +2,16 @@
 // Catch2 runner for tests against real virtio drivers: EAL on hugepages (virtio_user shares memory
 // by fd), our PMD loaded with -d as dpdk-testpmd does. EAL refuses a plugin below a
 // world-writable directory, so it is first copied to a private directory under /run.
-#define CATCH_CONFIG_RUNNER
 #include <rte_eal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "catch_session.h"
 
 namespace fs = std::filesystem;
 
@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
   // Catch2 sees the arguments after the plugin path.
   std::vector<char*> catch_argv = {argv[0]};
   for (int i = 2; i < argc; ++i) catch_argv.push_back(argv[i]);
-  const int failed = Catch::Session().run(static_cast<int>(catch_argv.size()), catch_argv.data());
+  const int failed =
+      vqs::test::run_catch_session(static_cast<int>(catch_argv.size()), catch_argv.data());
   rte_eal_cleanup();
   fs::remove_all(dir);
   return failed;

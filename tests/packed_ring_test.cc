@@ -433,6 +433,60 @@ TEST_CASE("packed: a batch copies chains up to what is asked, available, and fit
   CHECK(f.batch.chain(0).id == ids[2]);
 }
 
+TEST_CASE("packed: batches of one- and two-descriptor chains, round after round across laps") {
+  // Ring of 16: rounds of singles with a two-descriptor chain among them, a fill that stops
+  // mid-group, groups that would cross the ring's end; each fill compared with what was posted
+  // (ids, slots, what is read).
+  Fixture f(16);
+  const uint64_t buf = f.memory.alloc(4096);
+  for (int lap = 0; lap < 12; ++lap) {
+    INFO("round " << lap);
+    std::vector<uint16_t> ids, slots;
+    // 13 slots: singles and a chain of 2 (its place moves round by round).
+    const size_t pair_at = static_cast<size_t>(lap % 4) + 2;
+    uint16_t posted_slots = 0;
+    for (size_t c = 0; posted_slots < 13; ++c) {
+      const uint16_t n = c == pair_at ? 2 : 1;
+      std::vector<PackedDriver::Buffer> bufs(n, {buf + 64 * c, 64, false});
+      ids.push_back(f.driver.post(bufs));
+      slots.push_back(n);
+      posted_slots = static_cast<uint16_t>(posted_slots + n);
+    }
+    f.batch.begin(f.ring);
+    REQUIRE(f.batch.fill(5) == 5);  // stops at what is asked, mid-group
+    REQUIRE(f.batch.fill(32) == ids.size());
+    CHECK(f.batch.slots(static_cast<uint16_t>(ids.size())) == posted_slots);
+    uint32_t slot_sum = 0;
+    for (uint16_t i = 0; i < ids.size(); ++i) {
+      CHECK(f.batch.chain(i).id == ids[i]);
+      CHECK(f.batch.chain(i).descs == slots[i]);
+      slot_sum += slots[i];
+      CHECK(f.batch.chain(i).slots_end == slot_sum);
+      f.iov.clear();
+      CHECK(f.batch.read(i, ChainAccess::kDeviceReads, f.iov) == ChainError::kNone);
+      CHECK(f.iov.total_len() == 64u * slots[i]);
+      CHECK(f.iov[0].base == f.memory.host(buf + 64 * i, 64));
+    }
+    for (uint16_t i = 0; i < ids.size(); ++i)
+      f.ring.put_used(f.batch.chain(i).id, 0, f.batch.chain(i).descs);
+    f.ring.consume(f.batch.slots(static_cast<uint16_t>(ids.size())));
+    f.ring.publish_used();
+    CHECK(f.driver.take_used().size() == ids.size());
+    // Two more, posted one by one and each taken alone: 15 slots a round, so the next round's
+    // groups of four sit elsewhere and one crosses the ring's end.
+    for (int k = 0; k < 2; ++k) {
+      const uint16_t id = f.driver.post({{buf, 64, false}});
+      f.batch.begin(f.ring);
+      REQUIRE(f.batch.fill(8) == 1);
+      CHECK(f.batch.chain(0).id == id);
+      f.ring.put_used(id, 0, 1);
+      f.ring.consume(1);
+      f.ring.publish_used();
+      CHECK(f.driver.take_used().size() == 1);
+    }
+  }
+}
+
 TEST_CASE("packed: the driver changing a descriptor after the copy changes nothing read") {
   Fixture f(8);
   const uint64_t buf = f.memory.alloc(4096);

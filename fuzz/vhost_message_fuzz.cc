@@ -53,6 +53,18 @@ struct [[gnu::packed]] Header {
   uint32_t size;
 };
 
+// SET_VRING_ADDR's payload (the frontend's addresses of a ring's three areas, and its log).
+struct [[gnu::packed]] VringAddrMsg {
+  uint32_t index, flags;
+  uint64_t desc, used, avail, log;
+};
+
+// SET_MEM_TABLE's payload: regions of {guest address, size, frontend address, mmap offset}.
+struct [[gnu::packed]] MemTableMsg {
+  uint32_t nregions, padding;
+  uint64_t region[8][4];
+};
+
 class Frontend {
  public:
   Frontend() : fd_(socket(AF_UNIX, SOCK_STREAM, 0)) {
@@ -229,20 +241,17 @@ bool bring_up(Frontend& frontend, FuzzedDataProvider& in, uint64_t uaddr) {
     std::memcpy(ring + 8192, &device_area, sizeof(device_area));
   }
   munmap(memory, kBringUpSize);
-  struct [[gnu::packed]] {
-    uint32_t nregions, padding;
-    uint64_t gpa, size, uaddr, offset;
-  } table{1, 0, 0, kBringUpSize, uaddr, 0};
-  const bool sent = frontend.send(R::kSetMemTable, 0, &table, sizeof(table), {fd});
+  MemTableMsg table{};
+  table.nregions = 1;
+  const uint64_t region[4] = {0, kBringUpSize, uaddr, 0};
+  std::memcpy(table.region[0], region, sizeof(region));
+  const bool sent = frontend.send(R::kSetMemTable, 0, &table, 8 + 32, {fd});
   close(fd);
   if (!sent) return false;
 
   for (uint32_t v = 0; v < 2; ++v) {
     const uint64_t at = uaddr + v * kBringUpStride;
-    struct [[gnu::packed]] {
-      uint32_t index, flags;
-      uint64_t desc, used, avail, log;
-    } addr{v, 0, at, at + 8192, at + 4096, 0};
+    const VringAddrMsg addr{v, 0, at, at + 8192, at + 4096, 0};
     const uint32_t base = in.ConsumeBool() ? 0 : in.ConsumeIntegral<uint32_t>();
     const int kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     const int call = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -321,10 +330,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           open = frontend.send(in.ConsumeBool() ? R::kSetOwner : R::kResetOwner, flags, nullptr, 0);
           break;
         case 3: {  // SET_MEM_TABLE, 1 or 2 regions, fds as many as regions or not
-          struct [[gnu::packed]] {
-            uint32_t nregions, padding;
-            uint64_t region[8][4];
-          } table{};
+          MemTableMsg table{};
           std::vector<int> fds;
           table.nregions = in.ConsumeIntegralInRange<uint32_t>(1, 2);
           for (uint32_t i = 0; i < table.nregions; ++i) {
@@ -352,10 +358,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           break;
         }
         case 6: {  // SET_VRING_ADDR: a 256-entry ring at the start of region 0, or anywhere
-          struct [[gnu::packed]] {
-            uint32_t index, flags;
-            uint64_t desc, used, avail, log;
-          } addr{vring, 0, kUaddr, kUaddr + 8192, kUaddr + 4096, 0};
+          VringAddrMsg addr{vring, 0, kUaddr, kUaddr + 8192, kUaddr + 4096, 0};
           if (in.ConsumeBool()) {  // log the used ring (live migration), at its address or not
             addr.flags = 1u << 0;  // VHOST_VRING_F_LOG
             addr.log = in.ConsumeBool() ? 8192 : in.ConsumeIntegral<uint64_t>();

@@ -23,6 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint16_t ring_size = in.ConsumeIntegralInRange<uint16_t>(1, 1024);  // any size
   const bool indirect = in.ConsumeBool();
   const bool event_idx = in.ConsumeBool();
+  const bool in_order = in.ConsumeBool();
   const uint16_t avail_base = in.ConsumeIntegral<uint16_t>();
   const uint16_t used_base = in.ConsumeIntegral<uint16_t>();
   // Region 0: the descriptor ring, flush against its end. Region 1: buffers and indirect tables.
@@ -45,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   PackedRing device;
   const PackedRingAddrs addrs{reinterpret_cast<VringPackedDesc*>(ring), &events[0], &events[1],
                               ring_size};
-  if (!device.attach(addrs, avail_base, used_base, event_idx)) {
+  if (!device.attach(addrs, avail_base, used_base, event_idx, in_order)) {
     VQS_FUZZ_CHECK((avail_base & 0x7fff) >= ring_size || (used_base & 0x7fff) >= ring_size);
     return 0;
   }

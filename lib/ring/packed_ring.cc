@@ -69,7 +69,7 @@ PackedPos PackedRing::resume_position(const VringPackedDesc* desc, uint16_t size
 }
 
 bool PackedRing::attach(const PackedRingAddrs& addrs, uint16_t avail_base, uint16_t used_base,
-                        bool event_idx) {
+                        bool event_idx, bool in_order) {
   if (addrs.desc == nullptr || addrs.driver_event == nullptr || addrs.device_event == nullptr)
     return false;
   if (addrs.size == 0 || addrs.size > kMaxSize) return false;
@@ -82,7 +82,9 @@ bool PackedRing::attach(const PackedRingAddrs& addrs, uint16_t avail_base, uint1
   signalled_ = used;
   signalled_valid_ = false;
   event_idx_ = event_idx;
+  in_order_ = in_order;
   shadow_count_ = 0;
+  shadow_lengths_ = 0;
   kicks_enabled_ = true;  // so that the call below writes the suppression state
   set_kicks_enabled(false);
   return true;
@@ -90,6 +92,14 @@ bool PackedRing::attach(const PackedRingAddrs& addrs, uint16_t avail_base, uint1
 
 void PackedRing::flush_shadow() {
   if (shadow_count_ == 0) return;
+  if (in_order_ && shadow_lengths_ == 0 && shadow_count_ > 2) {
+    // All but the last as one entry: the id of the last of them, their slots together.
+    uint32_t slots = 0;
+    for (uint16_t i = 0; i + 1 < shadow_count_; ++i) slots += shadow_[i].descs;
+    shadow_[0] = Shadow{shadow_[shadow_count_ - 2].id, 0, slots};
+    shadow_[1] = shadow_[shadow_count_ - 1];
+    shadow_count_ = 2;
+  }
   // Each entry goes to the next used position, which then moves on by the chain's slots. The
   // driver reads used entries in order, from the first: its flags go last, after a release
   // fence, so that the whole batch becomes visible at once.
@@ -116,6 +126,7 @@ void PackedRing::flush_shadow() {
     }
   }
   shadow_count_ = 0;
+  shadow_lengths_ = 0;
   // With EVENT_IDX and kicks wanted, the offset we asked the driver to kick at moves on with us.
   if (kicks_enabled_ && event_idx_) write_kick_offset();
 }

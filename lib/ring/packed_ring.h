@@ -75,8 +75,10 @@ class PackedRing {
 
   // Fails on a null area or a size of 0 or above kMaxSize. The bases are where the device
   // resumes (librte_vhost's vring base: 0x8000 on a fresh device). Guest kicks start disabled.
-  bool attach(const PackedRingAddrs& addrs, uint16_t avail_base, uint16_t used_base,
-              bool event_idx);
+  // `in_order`: VIRTIO_F_IN_ORDER was negotiated, so used entries of length 0 may be written for
+  // whole batches (publish_used()).
+  bool attach(const PackedRingAddrs& addrs, uint16_t avail_base, uint16_t used_base, bool event_idx,
+              bool in_order);
   void detach() {
     addrs_ = PackedRingAddrs{};
     log_ = nullptr;
@@ -119,11 +121,17 @@ class PackedRing {
   void put_used(uint16_t id, uint32_t len, uint16_t descs) {
     if (shadow_count_ == kShadowSize) flush_shadow();
     shadow_[shadow_count_++] = Shadow{id, len, descs};
+    shadow_lengths_ |= len;
     ++used_token_;
   }
   // Moves with every put_used(): a burst compares it to tell whether it used anything.
   uint16_t used_token() const { return used_token_; }
   // Makes the staged used entries visible: each written in place, the first one's flags last.
+  // In order and all of length 0 (the chains a guest sent), all but the last go back as one
+  // entry, the id of the last of them at the first one's slot (virtio 1.1, 2.8.23): the driver
+  // gets one descriptor line back instead of one per four chains, as from librte_vhost. The last
+  // chain keeps its own entry, so that the slot behind the used position is always marked used
+  // (what resume_position() reads after a restart).
   void publish_used() { flush_shadow(); }
 
   // Whether the driver asked to be interrupted for what was published since the last call that
@@ -138,7 +146,7 @@ class PackedRing {
   struct Shadow {
     uint16_t id;
     uint32_t len;
-    uint16_t descs;
+    uint32_t descs;  // slots: a batch's together may pass 65535 (a hostile driver's chains)
   };
   static constexpr uint16_t kShadowSize = 64;
 
@@ -161,8 +169,10 @@ class PackedRing {
   PackedPos signalled_;  // where the used position was at the last interrupt decision
   bool signalled_valid_ = false;
   bool event_idx_ = false;
+  bool in_order_ = false;
   bool kicks_enabled_ = false;
   uint16_t shadow_count_ = 0;
+  uint32_t shadow_lengths_ = 0;  // the staged entries' lengths or-ed: 0 when all are 0
   uint16_t used_token_ = 0;
   Shadow shadow_[kShadowSize];
 };

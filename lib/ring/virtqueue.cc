@@ -30,7 +30,8 @@ bool VirtQueue::start(const Setup& setup) {
           addrs.desc, addrs.size, PackedPos::from_base(avail_base), &resumed_from_ring_);
       avail_base = used_base = resume.base();
     }
-    if (!packed_ring_.attach(addrs, avail_base, used_base, features_.event_idx)) {
+    if (!packed_ring_.attach(addrs, avail_base, used_base, features_.event_idx,
+                             features_.in_order)) {
       packed_ring_.detach();
       return false;
     }

@@ -49,6 +49,7 @@
 #   scripts/bench/switch_vs_ovs.sh [--scenarios "pvp guest-tx guest-rx vm2vm"] [--sizes "64 1500"]
 #       [--rounds N] [--seconds S] [--variant LABEL 'YAML'] ... [--cpu-state] [--table NAME]
 #       [--queue-size N] [--probe-us US] [--expect "1:2:4"] [--pps "N ..."]
+#       [--guest-devargs ",in_order=1"]
 #
 # --variant LABEL 'YAML[|LCORE_YAML[|VHOST_YAML]]': a vqswitch whose every port mapping has YAML
 # added (flow style, e.g. 'weight: {packets: 32}'), whose lcore entry has LCORE_YAML added (e.g.
@@ -59,7 +60,10 @@
 # defaults, labelled "vqswitch". --probe-us "US ...": the probe's interval in noisy and probe
 # (20); several: each in turn, as sizes are. --cpu-state: each period's placement class (near, far, mixed;
 # see pvp_interleaved.sh), sampled with the guest and the switch under test frozen, and the
-# results per class. --queue-size: the guests' virtio ring size (1024). --table: the block of docs/benchmarks.md to rewrite (default
+# results per class. --queue-size: the guests' virtio ring size (1024). --guest-devargs: appended
+# to every guest virtio_user port's devargs (the ports have in_order=0, so that both switches
+# meet the guest's free-list paths; ",in_order=1" gives virtio_user's own default, in-order
+# paths against both, which both offer). --table: the block of docs/benchmarks.md to rewrite (default
 # switch-vs-ovs; none: print only). Needs root and a build; raises the 2 MiB hugepages to what
 # the switches and the guest take. VQS_BENCH_KEEP=1 keeps the run directory (every log);
 # VQS_BENCH_PERF=1 records each period with `perf record -C 0,1` into it (perf.SCENARIO.SIZE.
@@ -85,6 +89,7 @@ probe_us=20
 expect=1:1:1
 pps_list=1000000
 pps=1000000
+guest_devargs=""
 sizes="64 1500"
 rounds=10
 seconds=3
@@ -107,6 +112,7 @@ while [ $# -gt 0 ]; do
     --probe-us) probe_list=$2; shift 2 ;;
     --expect) expect=$2; shift 2 ;;
     --pps) pps_list=$2; shift 2 ;;
+    --guest-devargs) guest_devargs=$2; shift 2 ;;
     --cpu-state) cpu_state=$top/build/scripts/bench/vqs-cpu-share; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -325,7 +331,7 @@ start_guest() {
   for s in "$@"; do
     for _ in $(seq 100); do [ -S "$s" ] && break; sleep 0.1; done
     [ -S "$s" ] || { echo "no socket $s; see $run" >&2; exit 1; }
-    vdevs+=(--vdev "net_virtio_user$k,path=$s,queue_size=$queue_size,mrg_rxbuf=1,in_order=0,mac=$(mac_of $k)")
+    vdevs+=(--vdev "net_virtio_user$k,path=$s,queue_size=$queue_size,mrg_rxbuf=1,in_order=0,mac=$(mac_of $k)$guest_devargs")
     # vm2vm: ports 2j and 2j+1 (one switch's pair) send to each other.
     peers+=("--eth-peer=$k,$(mac_of $((k ^ 1)))")
     k=$((k + 1))
@@ -667,5 +673,5 @@ if [ "$table" != none ]; then
   "$top/scripts/bench/plot.sh" "$table" || echo "no plot (gnuplot?)" >&2
 fi
 [ "$table" = none ] || write_table "$table" \
-  "$(date -u +%Y-%m-%d) $(nproc) CPUs, $rounds rounds x ${seconds}s per switch, $(dpdk_version), $(ovs-vswitchd --version | head -1 | awk '{print "OVS " $NF}'), load average $load_before -> $(load)" \
+  "$(date -u +%Y-%m-%d) $(nproc) CPUs, $rounds rounds x ${seconds}s per switch, $(dpdk_version), $(ovs-vswitchd --version | head -1 | awk '{print "OVS " $NF}'),${guest_devargs:+ guest$guest_devargs,} load average $load_before -> $(load)" \
   "${results[@]}"

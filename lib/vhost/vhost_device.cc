@@ -151,6 +151,7 @@ void VhostDevice::on_destroy_connection(int vid) {
   std::lock_guard lock(mutex_);
   enabled_by_vid_.erase(vid);
   admitted_.erase(vid);
+  log_mapped_.erase(vid);
 }
 
 size_t VhostDevice::frontend_connections() {
@@ -266,6 +267,11 @@ bool VhostDevice::on_message(int vid, uint32_t request, bool after, uint64_t* re
   bool link_lost = false;
   {
     std::lock_guard lock(mutex_);
+    // Before the vrings restart below: they mark the log only while librte_vhost maps it.
+    if (after && request == static_cast<uint32_t>(VhostUserRequest::kSetLogBase))
+      log_mapped_.insert(vid);
+    if (!after && request == static_cast<uint32_t>(VhostUserRequest::kResetOwner))
+      log_mapped_.erase(vid);  // destroy_device stops the vrings before librte_vhost unmaps it
     if (!after && vid == vid_) {
       if (suspended_) {
         // The previous ring-changing message failed (librte_vhost skips the post-hook then) and
@@ -421,7 +427,7 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
   if (options_.zero_copy) setup.ring_memory = &ring_memory_;
   setup.callfd = vr.callfd;
   Vring& v = vrings_[index];
-  if (dirty_logging()) {
+  if (dirty_logging() && log_mapped_.count(vid_) != 0) {
     v.dirty_log.bind(vid_, index);
     setup.dirty_log = &v.dirty_log;
   }

@@ -242,8 +242,12 @@ class VhostDevice {
   std::mutex mutex_;  // control plane only: librte_vhost's thread vs the owner's thread
   std::map<int, std::vector<bool>> enabled_by_vid_;  // per connection: vrings the guest enabled
   std::set<int> admitted_;                           // connections that passed admit()
-  int vid_ = -1;                                     // the device being served
-  bool running_ = false;                             // between new_device and destroy_device
+  // Connections whose dirty log librte_vhost has mapped: a SET_LOG_BASE it took, no RESET_OWNER
+  // since. RESET_OWNER unmaps the log but leaves librte_vhost's pointer to it, which its
+  // rte_vhost_log_* calls would then mark.
+  std::set<int> log_mapped_;
+  int vid_ = -1;                   // the device being served
+  bool running_ = false;           // between new_device and destroy_device
   bool suspended_ = false;         // inside a message that changes what the rings point to
   bool datapath_enabled_ = false;  // the owner's switch
   GuestMemory memory_;

@@ -188,15 +188,19 @@ constexpr uint64_t kFVersion1 = 1ull << 32;
 }  // namespace
 
 RawGuest::RawGuest(const std::string& path) : frontend_(path) {
-  using namespace vhost_user;
   memfd_ = memfd_create("raw-guest", MFD_CLOEXEC);
   REQUIRE(memfd_ >= 0);
   REQUIRE(ftruncate(memfd_, kMemSize) == 0);
   void* mem = mmap(nullptr, kMemSize, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_, 0);
   REQUIRE(mem != MAP_FAILED);
   mem_ = static_cast<uint8_t*>(mem);
-  std::memset(mem_, 0, kMemSize);
+  set_up(false);
+}
 
+void RawGuest::set_up(bool logging) {
+  using namespace vhost_user;
+  std::memset(mem_, 0, kMemSize);
+  tx_avail_ = rx_avail_ = 0;
   frontend_.send_message(kGetFeatures);
   const uint64_t features = frontend_.receive_reply().u64;
   REQUIRE((features & kFVersion1) != 0);
@@ -204,7 +208,8 @@ RawGuest::RawGuest(const std::string& path) : frontend_(path) {
   REQUIRE((frontend_.receive_reply().u64 & kProtocolFReplyAck) != 0);
   frontend_.send_message(kSetProtocolFeatures, 0, true, kProtocolFReplyAck);
   frontend_.send_message(kSetOwner);
-  frontend_.send_message(kSetFeatures, 0, true, kFVersion1 | kFProtocolFeatures);
+  frontend_.send_message(kSetFeatures, 0, true,
+                         kFVersion1 | kFProtocolFeatures | (logging ? kFLogAll : 0));
   frontend_.send_mem_table({{0, kMemSize, reinterpret_cast<uint64_t>(mem_), 0, memfd_}},
                            kNeedReply);
   REQUIRE(frontend_.receive_reply().u64 == 0);
@@ -214,18 +219,27 @@ RawGuest::RawGuest(const std::string& path) : frontend_(path) {
     r.avail = r.desc + kDescBytes;
     r.used = (r.avail + kAvailBytes + 3) & ~uint64_t{3};
     REQUIRE(r.used + kUsedBytes <= (i + 1) * kRingArea);
-    r.kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    r.call = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (r.kick < 0) r.kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (r.call < 0) r.call = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     REQUIRE((r.kick >= 0 && r.call >= 0));
     frontend_.send_vring_state(kSetVringNum, i, kRingSize);
     frontend_.send_vring_state(kSetVringBase, i, 0);
-    frontend_.send_vring_addr(i, reinterpret_cast<uint64_t>(host(r.desc)),
-                              reinterpret_cast<uint64_t>(host(r.used)),
-                              reinterpret_cast<uint64_t>(host(r.avail)));
+    frontend_.send_vring_addr(
+        i, reinterpret_cast<uint64_t>(host(r.desc)), reinterpret_cast<uint64_t>(host(r.used)),
+        reinterpret_cast<uint64_t>(host(r.avail)), logging ? kVringFLog : 0, r.used);
     frontend_.send_vring_fd(kSetVringKick, i, r.kick);
     frontend_.send_vring_fd(kSetVringCall, i, r.call);
   }
   for (uint32_t i = 0; i < 2; ++i) frontend_.send_vring_state(kSetVringEnable, i, 1);
+}
+
+void RawGuest::reset_owner_and_set_up(bool logging) {
+  using namespace vhost_user;
+  frontend_.send_message(kResetOwner);
+  set_up(logging);
+  // Every message handled: the device of before is gone, the new one running.
+  frontend_.send_message(kGetFeatures);
+  frontend_.receive_reply();
 }
 
 RawGuest::~RawGuest() {

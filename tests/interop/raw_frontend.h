@@ -110,6 +110,10 @@ class RawGuest {
   // Live migration as QEMU starts and ends it: SET_FEATURES with or without VHOST_F_LOG_ALL,
   // then each vring's addresses with or without the log flag (SET_LOG_BASE is the caller's).
   void set_logging(bool on);
+  // RESET_OWNER (librte_vhost stops the device and forgets the frontend's state, as at a
+  // guest's reboot), then the whole set-up again with an empty ring, with or without logging
+  // (VHOST_F_LOG_ALL and the vrings' log flag); returns once librte_vhost has handled it all.
+  void reset_owner_and_set_up(bool logging);
   // Guest-physical address of vring `index`'s used ring.
   uint64_t used_ring_gpa(uint32_t index) const { return rings_[index].used; }
 
@@ -119,6 +123,8 @@ class RawGuest {
     int kick = -1, call = -1;
   };
   uint8_t* host(uint64_t gpa) const { return mem_ + gpa; }
+  // The protocol from GET_FEATURES to the vrings enabled, as QEMU starts a device.
+  void set_up(bool logging);
 
   RawFrontend frontend_;
   int memfd_ = -1;

@@ -348,3 +348,31 @@ TEST_CASE("mergeable RX: chains of empty descriptors cost a burst a bounded numb
   CHECK(sane.enqueue(make_packets(32, 1500)) == 32);
   CHECK(sane.rxq.stats().rx_descriptor_budget_bursts == 0);
 }
+
+// librte_vhost checks a ring's areas against guest memory when it translates their addresses,
+// but a SET_VRING_NUM afterwards changes the size without a new translation (vhost_message_fuzz
+// found a packed ring of 32768 entries read past a region set up for 256). The queue checks
+// the areas at the size it is started with.
+TEST_CASE("a ring whose size reaches past its memory region is not started") {
+  // Ring memory comes from the last region: 64 KiB, room for the 256-entry rings but not for
+  // descriptors of 8192 entries (128 KiB).
+  SimMemory mem({1 << 20, 1 << 20, 64 << 10});
+  SimGuest guest(mem, 256, kFeatures | bit(kRingFEventIdx) | test_ring_format());
+  VirtQueue queue;
+  VirtQueue::Setup setup = guest.setup();
+  REQUIRE(queue.start(setup));
+  queue.stop();
+  for (uint16_t size : {uint16_t{8192}, uint16_t{32768}}) {
+    setup.addrs.size = setup.packed_addrs.size = size;
+    CHECK_FALSE(queue.start(setup));
+    CHECK_FALSE(queue.ready());
+  }
+  // A ring area outside every region, a used ring here.
+  setup = guest.setup();
+  static uint8_t outside[8192];
+  setup.addrs.used = reinterpret_cast<VringUsed*>(outside);
+  setup.packed_addrs.device_event = reinterpret_cast<VringPackedEvent*>(outside);
+  CHECK_FALSE(queue.start(setup));
+  setup = guest.setup();
+  CHECK(queue.start(setup));
+}

@@ -55,6 +55,18 @@ class GuestMemory {
     return false;
   }
 
+  // Whether host addresses [host, host + len) lie inside one region: a ring area translated
+  // elsewhere (librte_vhost), checked against the table and ring size in use now.
+  bool holds(const void* host, uint64_t len) const {
+    const auto* p = static_cast<const uint8_t*>(host);
+    for (uint32_t i = 0; i < count_; ++i) {
+      const GuestRegion& r = regions_[i];
+      const uint64_t offset = static_cast<uint64_t>(p - r.host_addr);
+      if (p >= r.host_addr && offset < r.size) return len <= r.size - offset;
+    }
+    return false;
+  }
+
   enum class MapResult { kOk, kUnmapped, kListFull };
 
   // Appends [gpa, gpa + len) to `out`, one entry per region it crosses. kUnmapped when any byte

@@ -5,11 +5,33 @@
 
 namespace vqs {
 
+namespace {
+
+// Whether the ring's areas, at the size given, lie in guest memory. librte_vhost checks them
+// when it translates the addresses, but a later SET_VRING_NUM changes the size without a new
+// translation: a ring grown that way would reach past its region.
+bool rings_in_memory(const VirtQueue::Setup& setup, bool packed, bool event_idx) {
+  const GuestMemory& memory = setup.ring_memory != nullptr ? *setup.ring_memory : *setup.memory;
+  const uint64_t event = event_idx ? sizeof(uint16_t) : 0;
+  if (packed) {
+    const PackedRingAddrs& a = setup.packed_addrs;
+    return memory.holds(a.desc, uint64_t{sizeof(VringPackedDesc)} * a.size) &&
+           memory.holds(a.driver_event, sizeof(VringPackedEvent)) &&
+           memory.holds(a.device_event, sizeof(VringPackedEvent));
+  }
+  const SplitRingAddrs& a = setup.addrs;
+  return memory.holds(a.desc, uint64_t{sizeof(VringDesc)} * a.size) &&
+         memory.holds(a.avail, offsetof(VringAvail, ring) + uint64_t{2} * a.size + event) &&
+         memory.holds(a.used, offsetof(VringUsed, ring) + uint64_t{8} * a.size + event);
+}
+
+}  // namespace
+
 bool VirtQueue::start(const Setup& setup) {
   features_ = NetFeatures::from_bits(setup.features);
   packed_ = (setup.features >> kFRingPacked) & 1;
   resumed_from_ring_ = false;
-  if (setup.memory == nullptr) {
+  if (setup.memory == nullptr || !rings_in_memory(setup, packed_, features_.event_idx)) {
     ring_.detach();
     packed_ring_.detach();
     return false;

@@ -20,6 +20,7 @@
 #                                    [--modes "guest-tx guest-rx guest-tx-fill"] [--plugin PATH]
 #                                    [--vqs-args DEVARGS] [--baseline-vqs-args DEVARGS]
 #                                    [--guest-args DEVARGS] [--table NAME] [--cpu-state]
+#                                    [--host-args "TESTPMD ARGS"]
 #
 # --cpu-state: how fast a cache line crosses between the two CPUs, sampled during each period:
 # every 0.5 s both testpmds are frozen (SIGSTOP) for the 1-3 ms of build/scripts/bench/
@@ -31,7 +32,9 @@
 # --periods: periods per backend and scenario (default 20); --baseline-vqs-args: a second net_vqs
 # port with these devargs instead of net_vhost; --guest-args: further devargs of both guest
 # virtio_user ports (packed_vq=1: packed virtqueues; the script stops unless both backends
-# negotiated the format asked for); --table: the table in docs/benchmarks.md to
+# negotiated the format asked for); --host-args: further testpmd arguments of the host (e.g.
+# --record-burst-stats: every stop then prints the burst sizes each port saw, in host.log, kept
+# with VQS_BENCH_KEEP=1); --table: the table in docs/benchmarks.md to
 # rewrite (default pvp-interleaved; none writes nothing). Needs root, hugepages and a build.
 # VQS_BENCH_KEEP=1 keeps the run directory (both testpmds' logs) for a look afterwards.
 set -euo pipefail
@@ -45,6 +48,7 @@ modes="guest-tx guest-rx"
 vqs_args=""
 baseline_args=""
 guest_args=""
+host_args=()
 table=pvp-interleaved
 cpu_state=""
 plugin_src=$top/build/drivers/librte_net_vqs.so
@@ -57,6 +61,7 @@ while [ $# -gt 0 ]; do
     --vqs-args) vqs_args=",$2"; shift 2 ;;
     --baseline-vqs-args) baseline_args=",$2"; shift 2 ;;
     --guest-args) guest_args=",$2"; shift 2 ;;
+    --host-args) read -r -a host_args <<<"$2"; shift 2 ;;
     --table) table=$2; shift 2 ;;
     --plugin) plugin_src=$2; shift 2 ;;
     --cpu-state) cpu_state=$top/build/scripts/bench/vqs-cpu-share; shift ;;
@@ -131,7 +136,7 @@ start_pair() {
     -d "$run/librte_net_vqs.so" --vdev "net_vqs0,iface=$run/a.sock$vqs_args" --vdev "$vqs_b" \
     --vdev "$null_a" --vdev "$null_b" --log-level "lib.vhost.config:info" \
     --log-level "*:warning" -- -i --forward-mode=io \
-    --nb-cores=1 --record-core-cycles <"$run/host.in" >"$run/host.log" 2>&1 &
+    --nb-cores=1 --record-core-cycles "${host_args[@]}" <"$run/host.in" >"$run/host.log" 2>&1 &
   pids+=($!)
   exec {fd[host]}>"$run/host.in"
   for _ in $(seq 100); do [ -S "$run/a.sock" ] && [ -S "$run/b.sock" ] && break; sleep 0.1; done

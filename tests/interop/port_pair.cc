@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "virtio_user_rx_intr.h"
+
 namespace vqs::test {
 namespace {
 
@@ -57,6 +59,7 @@ uint16_t start_vdev_port(const std::string& name, const std::string& args, uint1
 
 void stop_vdev_port(uint16_t port, const std::string& name) {
   CHECK(rte_eth_dev_stop(port) == 0);
+  leave_rx_eventfds_to_virtio_user(port);
   CHECK(rte_eth_dev_close(port) == 0);
   CHECK(rte_vdev_uninit(name.c_str()) == 0);
 }
@@ -104,7 +107,8 @@ GuestPort::GuestPort(const HostPort& host, const GuestOptions& o) {
                            ",queue_size=256,packed_vq=" + (o.packed ? "1" : "0") +
                            ",in_order=" + (o.in_order ? "1" : "0") +
                            ",mrg_rxbuf=" + (o.mrg_rxbuf ? "1" : "0") + o.extra;
-  port_ = start_vdev_port(name_, args, o.queues, o.rx_offloads, o.tx_offloads, o.mtu);
+  port_ =
+      start_vdev_port(name_, args, o.queues, o.rx_offloads, o.tx_offloads, o.mtu, o.rx_interrupts);
   REQUIRE(wait_link(host.port(), true));
 }
 

@@ -22,6 +22,7 @@ struct GuestOptions {
   uint64_t rx_offloads = 0;  // e.g. TCP_CKSUM: the guest negotiates GUEST_CSUM
   uint64_t tx_offloads = 0;  // e.g. TCP_CKSUM: the guest negotiates CSUM
   uint16_t mtu = 9000;
+  bool rx_interrupts = false;  // intr_conf.rxq: the guest may sleep on its rx queues
 };
 
 // Creates (and starts) an ethdev from a vdev string; returns its port id.

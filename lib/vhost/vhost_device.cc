@@ -270,8 +270,13 @@ bool VhostDevice::on_message(int vid, uint32_t request, bool after, uint64_t* re
     // Before the vrings restart below: they mark the log only while librte_vhost maps it.
     if (after && request == static_cast<uint32_t>(VhostUserRequest::kSetLogBase))
       log_mapped_.insert(vid);
-    if (!after && request == static_cast<uint32_t>(VhostUserRequest::kResetOwner))
+    if (!after && request == static_cast<uint32_t>(VhostUserRequest::kResetOwner)) {
       log_mapped_.erase(vid);  // destroy_device stops the vrings before librte_vhost unmaps it
+      // librte_vhost clears its vrings (enabled, ready) without vring_state_changed(0): a vring
+      // counts as enabled again only once the frontend enables it after the reset.
+      auto flags = enabled_by_vid_.find(vid);
+      if (flags != enabled_by_vid_.end()) flags->second.assign(vring_count(), false);
+    }
     if (!after && vid == vid_) {
       if (suspended_) {
         // The previous ring-changing message failed (librte_vhost skips the post-hook then) and

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "port_pair.h"
 #include "raw_frontend.h"
@@ -69,4 +70,34 @@ TEST_CASE("unserved vring enables are counted and survive an xstats reset") {
   CHECK(xstat(host.port(), "unserved_vring_enables") == 4);
   REQUIRE(rte_eth_xstats_reset(host.port()) == 0);
   CHECK(xstat(host.port(), "unserved_vring_enables") == 4);
+}
+
+// RESET_OWNER (a guest's reboot): librte_vhost 22.11 clears its vrings' state without telling the
+// backend they are disabled. A pair enabled before and only set up after must not be served.
+TEST_CASE("after RESET_OWNER a queue pair is served only once the frontend enables it again") {
+  HostPort host(2);
+  RawGuest guest(host.socket(), 2);
+  REQUIRE(wait_link(host.port(), true));
+  guest.send(4, 100, 1);
+  free_all(receive(host.port(), 1, 4));
+  CHECK(guest.tx_used(1) == 4);
+
+  guest.reset_owner_and_set_up(false, /*enabled_pairs=*/1);
+  REQUIRE(wait_link(host.port(), true));
+  guest.send(4, 100, 1);
+  const std::vector<rte_mbuf*> early = receive(host.port(), 1, 4, 200);
+  CHECK(early.empty());
+  free_all(early);
+  CHECK(guest.tx_used(1) == 0);
+  // The first pair is served as before.
+  guest.send(2, 100, 0);
+  const std::vector<rte_mbuf*> first = receive(host.port(), 0, 2);
+  CHECK(first.size() == 2);
+  free_all(first);
+
+  guest.enable_pair(1);
+  const std::vector<rte_mbuf*> late = receive(host.port(), 1, 4);
+  CHECK(late.size() == 4);
+  free_all(late);
+  CHECK(guest.tx_used(1) == 4);
 }

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstring>
@@ -182,25 +183,32 @@ constexpr uint64_t kUsedBytes = 6 + 8ull * RawGuest::kRingSize;
 constexpr uint64_t kRingArea = 64 << 10;  // each vring's rings within 64 KiB
 constexpr uint64_t kBuffers = 256 << 10;  // packet buffers from here (TX, then RX)
 constexpr uint64_t kBufferStride = 2048;  // one per descriptor
-constexpr uint32_t kHeaderBytes = 12;     // virtio_net_hdr_mrg_rxbuf (VERSION_1)
+// The second pair's TX buffers: past the RX buffers (1 MiB + 256 x 2 KiB).
+constexpr uint64_t kSecondPairBuffers = 3 << 19;
+constexpr uint32_t kHeaderBytes = 12;  // virtio_net_hdr_mrg_rxbuf (VERSION_1)
 constexpr uint64_t kFVersion1 = 1ull << 32;
 
 }  // namespace
 
-RawGuest::RawGuest(const std::string& path) : frontend_(path) {
+RawGuest::RawGuest(const std::string& path, uint16_t queue_pairs)
+    : frontend_(path), queue_pairs_(queue_pairs) {
+  REQUIRE((queue_pairs >= 1 && queue_pairs <= kMaxQueuePairs));
+  // The rings of all vrings lie below the buffers.
+  static_assert(2 * kMaxQueuePairs * kRingArea <= kBuffers);
+  static_assert(kSecondPairBuffers + RawGuest::kRingSize * kBufferStride <= RawGuest::kMemSize);
   memfd_ = memfd_create("raw-guest", MFD_CLOEXEC);
   REQUIRE(memfd_ >= 0);
   REQUIRE(ftruncate(memfd_, kMemSize) == 0);
   void* mem = mmap(nullptr, kMemSize, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_, 0);
   REQUIRE(mem != MAP_FAILED);
   mem_ = static_cast<uint8_t*>(mem);
-  set_up(false);
+  set_up(false, kAllPairs);
 }
 
-void RawGuest::set_up(bool logging) {
+void RawGuest::set_up(bool logging, uint16_t enabled_pairs) {
   using namespace vhost_user;
   std::memset(mem_, 0, kMemSize);
-  tx_avail_ = rx_avail_ = 0;
+  for (Ring& r : rings_) r.avail_idx = 0;
   frontend_.send_message(kGetFeatures);
   const uint64_t features = frontend_.receive_reply().u64;
   REQUIRE((features & kFVersion1) != 0);
@@ -213,7 +221,7 @@ void RawGuest::set_up(bool logging) {
   frontend_.send_mem_table({{0, kMemSize, reinterpret_cast<uint64_t>(mem_), 0, memfd_}},
                            kNeedReply);
   REQUIRE(frontend_.receive_reply().u64 == 0);
-  for (uint32_t i = 0; i < 2; ++i) {
+  for (uint32_t i = 0; i < 2u * queue_pairs_; ++i) {
     Ring& r = rings_[i];
     r.desc = i * kRingArea;
     r.avail = r.desc + kDescBytes;
@@ -230,13 +238,15 @@ void RawGuest::set_up(bool logging) {
     frontend_.send_vring_fd(kSetVringKick, i, r.kick);
     frontend_.send_vring_fd(kSetVringCall, i, r.call);
   }
-  for (uint32_t i = 0; i < 2; ++i) frontend_.send_vring_state(kSetVringEnable, i, 1);
+  for (uint16_t pair = 0; pair < std::min(enabled_pairs, queue_pairs_); ++pair)
+    for (uint32_t i = 2u * pair; i < 2u * pair + 2; ++i)
+      frontend_.send_vring_state(kSetVringEnable, i, 1);
 }
 
-void RawGuest::reset_owner_and_set_up(bool logging) {
+void RawGuest::reset_owner_and_set_up(bool logging, uint16_t enabled_pairs) {
   using namespace vhost_user;
   frontend_.send_message(kResetOwner);
-  set_up(logging);
+  set_up(logging, enabled_pairs);
   // Every message handled: the device of before is gone, the new one running.
   frontend_.send_message(kGetFeatures);
   frontend_.receive_reply();
@@ -251,12 +261,22 @@ RawGuest::~RawGuest() {
   if (memfd_ >= 0) close(memfd_);
 }
 
-void RawGuest::send(uint16_t count, uint32_t len) {
-  const Ring& r = rings_[1];
+void RawGuest::enable_pair(uint16_t pair) {
+  using namespace vhost_user;
+  REQUIRE(pair < queue_pairs_);
+  for (uint32_t i = 2u * pair; i < 2u * pair + 2; ++i)
+    frontend_.send_vring_state(kSetVringEnable, i, 1);
+  frontend_.send_message(kGetFeatures);  // its reply: every message before it handled
+  frontend_.receive_reply();
+}
+
+void RawGuest::send(uint16_t count, uint32_t len, uint16_t pair) {
+  REQUIRE(pair < queue_pairs_);
+  Ring& r = rings_[2 * pair + 1];
   auto* avail = reinterpret_cast<uint16_t*>(host(r.avail));  // flags, idx, ring[]
   for (uint16_t i = 0; i < count; ++i) {
-    const uint16_t slot = static_cast<uint16_t>(tx_avail_ % kRingSize);
-    const uint64_t buf = kBuffers + slot * kBufferStride;
+    const uint16_t slot = static_cast<uint16_t>(r.avail_idx % kRingSize);
+    const uint64_t buf = (pair == 0 ? kBuffers : kSecondPairBuffers) + slot * kBufferStride;
     REQUIRE(kHeaderBytes + len <= kBufferStride);
     uint8_t* b = host(buf);
     std::memset(b, 0, kHeaderBytes);
@@ -271,18 +291,18 @@ void RawGuest::send(uint16_t count, uint32_t len) {
     } d{buf, kHeaderBytes + len, 0, 0};
     std::memcpy(host(r.desc) + 16ull * slot, &d, sizeof(d));
     avail[2 + slot] = slot;
-    ++tx_avail_;
+    ++r.avail_idx;
   }
-  __atomic_store_n(&avail[1], tx_avail_, __ATOMIC_RELEASE);
+  __atomic_store_n(&avail[1], r.avail_idx, __ATOMIC_RELEASE);
   const uint64_t one = 1;
   REQUIRE(write(r.kick, &one, sizeof(one)) == sizeof(one));
 }
 
 void RawGuest::post_rx(uint16_t count) {
-  const Ring& r = rings_[0];
+  Ring& r = rings_[0];
   auto* avail = reinterpret_cast<uint16_t*>(host(r.avail));
   for (uint16_t i = 0; i < count; ++i) {
-    const uint16_t slot = static_cast<uint16_t>(rx_avail_ % kRingSize);
+    const uint16_t slot = static_cast<uint16_t>(r.avail_idx % kRingSize);
     struct [[gnu::packed]] Desc {
       uint64_t addr;
       uint32_t len;
@@ -290,9 +310,9 @@ void RawGuest::post_rx(uint16_t count) {
     } d{rx_buffer_gpa(slot), kBufferStride, 2 /* VRING_DESC_F_WRITE */, 0};
     std::memcpy(host(r.desc) + 16ull * slot, &d, sizeof(d));
     avail[2 + slot] = slot;
-    ++rx_avail_;
+    ++r.avail_idx;
   }
-  __atomic_store_n(&avail[1], rx_avail_, __ATOMIC_RELEASE);
+  __atomic_store_n(&avail[1], r.avail_idx, __ATOMIC_RELEASE);
 }
 
 uint16_t RawGuest::rx_used() const {
@@ -304,7 +324,7 @@ void RawGuest::set_logging(bool on) {
   using namespace vhost_user;
   frontend_.send_message(kSetFeatures, 0, true,
                          kFVersion1 | kFProtocolFeatures | (on ? kFLogAll : 0));
-  for (uint32_t i = 0; i < 2; ++i) {
+  for (uint32_t i = 0; i < 2u * queue_pairs_; ++i) {
     const Ring& r = rings_[i];
     frontend_.send_vring_addr(
         i, reinterpret_cast<uint64_t>(host(r.desc)), reinterpret_cast<uint64_t>(host(r.used)),
@@ -321,8 +341,8 @@ Memfd::Memfd(uint64_t file_size, bool sealed)
 
 Memfd::~Memfd() { close(fd); }
 
-uint16_t RawGuest::tx_used() const {
-  return __atomic_load_n(reinterpret_cast<const uint16_t*>(host(rings_[1].used) + 2),
+uint16_t RawGuest::tx_used(uint16_t pair) const {
+  return __atomic_load_n(reinterpret_cast<const uint16_t*>(host(tx_ring(pair).used) + 2),
                          __ATOMIC_ACQUIRE);
 }
 

@@ -77,24 +77,29 @@ class RawFrontend {
   int fd_;
 };
 
-// A guest on the raw frontend: 2 MiB of memfd memory mapped here, one queue pair of split rings
-// (vring 0 guest RX, vring 1 guest TX) set up through the protocol as QEMU does, no offloads,
-// no mergeable buffers (VERSION_1: 12-byte header). Guest TX is driven by hand.
+// A guest on the raw frontend: 2 MiB of memfd memory mapped here, one or two queue pairs of split
+// rings (vrings 2p guest RX, 2p + 1 guest TX) set up through the protocol as QEMU does, no
+// offloads, no mergeable buffers (VERSION_1: 12-byte header). Guest TX is driven by hand, on any
+// pair; guest RX on the first.
 class RawGuest {
  public:
   static constexpr uint16_t kRingSize = 256;
   static constexpr uint64_t kMemSize = 2 << 20;
 
-  explicit RawGuest(const std::string& path);
+  static constexpr uint16_t kMaxQueuePairs = 2;
+  static constexpr uint16_t kAllPairs = kMaxQueuePairs;
+
+  explicit RawGuest(const std::string& path, uint16_t queue_pairs = 1);
   ~RawGuest();
   RawFrontend& frontend() { return frontend_; }
-  // Posts `count` TX packets of `len` bytes (after the 12-byte header), each in its own buffer
-  // at a fixed guest address per descriptor; returns once they are published.
-  void send(uint16_t count, uint32_t len);
-  // Used entries the device returned on the TX ring so far, and the chains posted and not yet
+  // Posts `count` TX packets of `len` bytes (after the 12-byte header) on queue pair `pair`,
+  // each in its own buffer at a fixed guest address per descriptor; returns once they are
+  // published.
+  void send(uint16_t count, uint32_t len, uint16_t pair = 0);
+  // Used entries the device returned on a TX ring so far, and the chains posted and not yet
   // returned.
-  uint16_t tx_used() const;
-  uint16_t tx_outstanding() const { return static_cast<uint16_t>(tx_avail_ - tx_used()); }
+  uint16_t tx_used(uint16_t pair = 0) const;
+  uint16_t tx_outstanding() const { return static_cast<uint16_t>(tx_ring().avail_idx - tx_used()); }
   // Guest RX: posts `count` receive buffers of 2 KiB (one descriptor each, at a fixed guest
   // address per slot: rx_buffer_gpa), and the used entries returned so far.
   void post_rx(uint16_t count);
@@ -111,9 +116,12 @@ class RawGuest {
   // then each vring's addresses with or without the log flag (SET_LOG_BASE is the caller's).
   void set_logging(bool on);
   // RESET_OWNER (librte_vhost stops the device and forgets the frontend's state, as at a
-  // guest's reboot), then the whole set-up again with an empty ring, with or without logging
-  // (VHOST_F_LOG_ALL and the vrings' log flag); returns once librte_vhost has handled it all.
-  void reset_owner_and_set_up(bool logging);
+  // guest's reboot), then the whole set-up again with empty rings, with or without logging
+  // (VHOST_F_LOG_ALL and the vrings' log flag), every pair's vrings set up and the first
+  // `enabled_pairs` pairs' enabled; returns once librte_vhost has handled it all.
+  void reset_owner_and_set_up(bool logging, uint16_t enabled_pairs = kAllPairs);
+  // SET_VRING_ENABLE for both vrings of `pair`; returns once librte_vhost has handled them.
+  void enable_pair(uint16_t pair);
   // Guest-physical address of vring `index`'s used ring.
   uint64_t used_ring_gpa(uint32_t index) const { return rings_[index].used; }
 
@@ -121,17 +129,18 @@ class RawGuest {
   struct Ring {
     uint64_t desc, avail, used;  // guest addresses (= offsets in the memfd)
     int kick = -1, call = -1;
+    uint16_t avail_idx = 0;  // the driver's next avail index
   };
   uint8_t* host(uint64_t gpa) const { return mem_ + gpa; }
+  const Ring& tx_ring(uint16_t pair = 0) const { return rings_[2 * pair + 1]; }
   // The protocol from GET_FEATURES to the vrings enabled, as QEMU starts a device.
-  void set_up(bool logging);
+  void set_up(bool logging, uint16_t enabled_pairs);
 
   RawFrontend frontend_;
   int memfd_ = -1;
   uint8_t* mem_ = nullptr;
-  Ring rings_[2];
-  uint16_t tx_avail_ = 0;
-  uint16_t rx_avail_ = 0;
+  uint16_t queue_pairs_;
+  Ring rings_[2 * kMaxQueuePairs];
 };
 
 // A memfd of `file_size` bytes, closed when it goes; `sealed`: it cannot shrink or grow any more

@@ -20,7 +20,7 @@
 #                                    [--modes "guest-tx guest-rx guest-tx-fill"] [--plugin PATH]
 #                                    [--vqs-args DEVARGS] [--baseline-vqs-args DEVARGS]
 #                                    [--guest-args DEVARGS] [--table NAME] [--cpu-state]
-#                                    [--host-args "TESTPMD ARGS"]
+#                                    [--host-args "TESTPMD ARGS"] [--marks FILE]
 #
 # --cpu-state: how fast a cache line crosses between the two CPUs, sampled during each period:
 # every 0.5 s both testpmds are frozen (SIGSTOP) for the 1-3 ms of build/scripts/bench/
@@ -34,7 +34,10 @@
 # virtio_user ports (packed_vq=1: packed virtqueues; the script stops unless both backends
 # negotiated the format asked for); --host-args: further testpmd arguments of the host (e.g.
 # --record-burst-stats: every stop then prints the burst sizes each port saw, in host.log, kept
-# with VQS_BENCH_KEEP=1); --table: the table in docs/benchmarks.md to
+# with VQS_BENCH_KEEP=1); --marks: append each period's measured interval to FILE as
+# "start end backend mode size" (CLOCK_REALTIME seconds; backend a: net_vqs, b: the baseline), to split a profile taken meanwhile
+# (perf record --clockid realtime; scripts/bench/profile_by_period.sh); --table: the table in
+# docs/benchmarks.md to
 # rewrite (default pvp-interleaved; none writes nothing). Needs root, hugepages and a build.
 # VQS_BENCH_KEEP=1 keeps the run directory (both testpmds' logs) for a look afterwards.
 set -euo pipefail
@@ -50,6 +53,7 @@ baseline_args=""
 guest_args=""
 host_args=()
 table=pvp-interleaved
+marks=""
 cpu_state=""
 plugin_src=$top/build/drivers/librte_net_vqs.so
 while [ $# -gt 0 ]; do
@@ -63,6 +67,7 @@ while [ $# -gt 0 ]; do
     --guest-args) guest_args=",$2"; shift 2 ;;
     --host-args) read -r -a host_args <<<"$2"; shift 2 ;;
     --table) table=$2; shift 2 ;;
+    --marks) marks=$2; shift 2 ;;
     --plugin) plugin_src=$2; shift 2 ;;
     --cpu-state) cpu_state=$top/build/scripts/bench/vqs-cpu-share; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
@@ -197,6 +202,8 @@ period() {
   send guest start
   sleep 1
   send guest "show port stats ${gport[$which]}"  # starts the rate's interval
+  local started
+  started=$(date +%s.%N)
   if [ -n "$cpu_state" ]; then
     class=$(line_crossings "$seconds" "$cpu_state" "${pids[@]}" | crossing_class)
   else
@@ -204,6 +211,7 @@ period() {
   fi
   at=$(size_of guest)
   send guest "show port stats ${gport[$which]}"
+  [ -z "$marks" ] || echo "$started $(date +%s.%N) $which $mode $size" >>"$marks"
   sleep 0.3
   rate=$(since guest "$at" | grep -a -oE "$key: +[0-9]+" | awk '{printf "%.3f", $2 / 1e6}' | tail -1 || true)
   echo "${rate:-0} ${cycles:-0} $class"

@@ -6,30 +6,34 @@
 #
 #   perf record -C CPU -F 2000 --clockid realtime -o perf.data -- sleep ... &
 #   scripts/bench/pvp_interleaved.sh ... --marks marks.txt
-#   scripts/bench/profile_by_period.sh perf.data marks.txt [--cpu CPU] [--top N]
+#   scripts/bench/profile_by_period.sh perf.data marks.txt [--cpu CPU] [--top N] [--class C]
 #
-# Only samples inside a measured interval count (warm-up and switching are left out). Samples
-# without a symbol are grouped by 256-byte blocks of their address.
+# --class near|far|mixed: only the periods of that CPU placement (pvp_interleaved.sh
+# --cpu-state). Only samples inside a measured interval count (warm-up and switching are left
+# out). Samples without a symbol are grouped by 256-byte blocks of their address; keep the run
+# directory (VQS_BENCH_KEEP=1) so that perf finds the copy of our plugin the host loaded.
 set -euo pipefail
 
-[ $# -ge 2 ] || { sed -n 3,10p "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n 3,16p "$0" >&2; exit 2; }
 data=$1 marks=$2
 shift 2
-cpu="" top=25
+cpu="" top=25 class=""
 while [ $# -gt 0 ]; do
   case $1 in
     --cpu) cpu=$2; shift 2 ;;
     --top) top=$2; shift 2 ;;
+    --class) class=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
 
 perf script -i "$data" -F cpu,time,ip,sym,dso --ns 2>/dev/null |
-  awk -v marks="$marks" -v cpu="$cpu" -v top="$top" '
+  awk -v marks="$marks" -v cpu="$cpu" -v top="$top" -v class="$class" '
     BEGIN {
       n = 0
       while ((getline line < marks) > 0) {
         split(line, f, " ")
+        if (class != "" && f[6] != class) continue
         start[n] = f[1] + 0; stop[n] = f[2] + 0; backend[n] = f[3]; n++
       }
       names["a"] = "net_vqs"; names["b"] = "baseline"

@@ -35,7 +35,8 @@
 # negotiated the format asked for); --host-args: further testpmd arguments of the host (e.g.
 # --record-burst-stats: every stop then prints the burst sizes each port saw, in host.log, kept
 # with VQS_BENCH_KEEP=1); --marks: append each period's measured interval to FILE as
-# "start end backend mode size" (CLOCK_REALTIME seconds; backend a: net_vqs, b: the baseline), to split a profile taken meanwhile
+# "start end backend mode size class" (CLOCK_REALTIME seconds; backend a: net_vqs, b: the
+# baseline; class near, far, mixed or none), to split a profile taken meanwhile
 # (perf record --clockid realtime; scripts/bench/profile_by_period.sh); --table: the table in
 # docs/benchmarks.md to
 # rewrite (default pvp-interleaved; none writes nothing). Needs root, hugepages and a build.
@@ -211,7 +212,7 @@ period() {
   fi
   at=$(size_of guest)
   send guest "show port stats ${gport[$which]}"
-  [ -z "$marks" ] || echo "$started $(date +%s.%N) $which $mode $size" >>"$marks"
+  [ -z "$marks" ] || echo "$started $(date +%s.%N) $which $mode $size $class" >>"$marks"
   sleep 0.3
   rate=$(since guest "$at" | grep -a -oE "$key: +[0-9]+" | awk '{printf "%.3f", $2 / 1e6}' | tail -1 || true)
   echo "${rate:-0} ${cycles:-0} $class"

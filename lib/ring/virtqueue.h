@@ -139,8 +139,8 @@ class VirtQueue {
 
   // Cache hints for the next `count` posted chains: descriptors first, then (once those are on
   // their way) the buffers they point to. The misses of a burst overlap instead of queueing.
-  // Guest TX: the header and the packet's first `packet_bytes`. Guest RX: the line the header
-  // goes to, and for writing the packet's first `packet_bytes`.
+  // Guest TX: the header and the packet's first `packet_bytes`. Guest RX: for writing, the
+  // header's line and the packet's first `packet_bytes`.
   void prefetch_tx_chains(uint16_t count, uint32_t packet_bytes) const {
     ring_.prefetch_descs(count);
     const uint32_t bytes = features_.net_hdr_size + packet_bytes;

@@ -84,9 +84,10 @@ inline const void* indirect_table(const GuestMemory& memory, uint64_t addr, uint
 // Cache hints for the first `bytes` of a buffer (clipped to its length `len`, translated within
 // guest memory; anything odd is skipped), for reading or (`for_write`, guest RX) for writing.
 // The header's line is fetched for writing too, although enqueue stores the header only where
-// it differs: read-shared, its comparison waited on the line for ~180 cycles a packet when the
-// guest's CPU shares no cache with ours (guest-rx 64 B 1.16x and 1.17x, interleaved against the
-// read prefetch; docs/benchmarks.md, "Guest-rx 64 B in the far placement"). For every ring format.
+// it differs: fetched for reading, its comparison waited on the line ~180 cycles a packet when
+// the guest's CPU shares no cache with ours (guest-rx 64 B, mixed-placement periods 1.23x and
+// 1.17x against the read prefetch; docs/benchmarks.md, "Guest-rx 64 B in the far placement").
+// For every ring format.
 inline void prefetch_buffer_head(const GuestMemory& memory, uint64_t addr, uint32_t len,
                                  uint32_t bytes, bool for_write) {
   if (bytes < len) len = bytes;

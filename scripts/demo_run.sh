@@ -34,8 +34,10 @@ echo "== vqswitch --check $config"
 "$build/app/vqswitch/vqswitch" --check "$config"
 
 echo "== vqswitch --config $config (live statistics every second)"
+# Created before tail starts: the background job's redirection may come after it.
+: >"$run/switch.log"
 "$build/app/vqswitch/vqswitch" --config "$config" --stats --duration "$seconds" \
-  >"$run/switch.log" 2>&1 &
+  >>"$run/switch.log" 2>&1 &
 switch_pid=$!
 tail -n +1 -f --pid="$switch_pid" "$run/switch.log" &
 for s in $sockets; do

@@ -10,8 +10,10 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
-#include "virtio_user_rx_intr.h"
+#include "interrupt_thread_park.h"
+#include "virtio_user_teardown.h"
 
 namespace vqs::test {
 namespace {
@@ -58,6 +60,14 @@ uint16_t start_vdev_port(const std::string& name, const std::string& args, uint1
 }
 
 void stop_vdev_port(uint16_t port, const std::string& name) {
+  // A virtio_user port is closed with the EAL interrupt thread parked: its link-state handler
+  // is not running, so the stop's unregister succeeds (interrupt_thread_park.h), and it does
+  // not run on a half-closed port.
+  std::optional<InterruptThreadPark> park;
+  if (is_virtio_user(port)) {
+    park.emplace();
+    CHECK(park->parked());
+  }
   CHECK(rte_eth_dev_stop(port) == 0);
   leave_rx_eventfds_to_virtio_user(port);
   CHECK(rte_eth_dev_close(port) == 0);

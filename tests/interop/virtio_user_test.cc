@@ -5,6 +5,7 @@
 #include <rte_cpuflags.h>
 #include <rte_epoll.h>
 #include <rte_ethdev.h>
+#include <rte_interrupts.h>
 #include <rte_ip.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
@@ -28,8 +29,9 @@
 #include <optional>
 #include <string>
 
+#include "interrupt_thread_park.h"
 #include "port_pair.h"
-#include "virtio_user_rx_intr.h"
+#include "virtio_user_teardown.h"
 
 using namespace vqs::test;
 
@@ -446,6 +448,35 @@ TEST_CASE("a guest with rx interrupts closes its rx eventfd once: no other threa
     close(window.guest_eventfd);
   }
   close(window.stand_in);
+}
+
+void count_call(void* calls) { static_cast<std::atomic<int>*>(calls)->fetch_add(1); }
+
+TEST_CASE("while the interrupt thread is parked no other interrupt callback runs") {
+  // stop_vdev_port() relies on it to close virtio_user ports with their handler idle.
+  const int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  REQUIRE(fd >= 0);
+  rte_intr_handle* handle = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
+  REQUIRE(handle != nullptr);
+  REQUIRE(rte_intr_fd_set(handle, fd) == 0);
+  REQUIRE(rte_intr_type_set(handle, RTE_INTR_HANDLE_EXT) == 0);
+  std::atomic<int> calls{0};
+  REQUIRE(rte_intr_callback_register(handle, count_call, &calls) == 0);
+  {
+    InterruptThreadPark park;
+    REQUIRE(park.parked());
+    const uint64_t one = 1;
+    REQUIRE(write(fd, &one, sizeof(one)) == sizeof(one));
+    rte_delay_ms(100);
+    CHECK(calls.load() == 0);
+  }
+  // Let go, the thread gets to the event (level-triggered: it keeps calling until unregistered).
+  const uint64_t deadline = rte_get_timer_cycles() + 2 * rte_get_timer_hz();
+  while (calls.load() == 0 && rte_get_timer_cycles() < deadline) rte_delay_ms(1);
+  CHECK(calls.load() > 0);
+  CHECK(rte_intr_callback_unregister_sync(handle, count_call, &calls) == 1);
+  rte_intr_instance_free(handle);
+  close(fd);
 }
 
 TEST_CASE("a stray connection to the socket does not disturb the guest being served") {

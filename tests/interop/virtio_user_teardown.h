@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// A workaround for DPDK 22.11's virtio_user with rx interrupts, which closes each rx queue's
-// eventfd twice. Tests only.
+// What closing DPDK 22.11's virtio_user ports needs beyond the ethdev API. Tests only.
 #pragma once
 
 #include <cstdint>
 
 namespace vqs::test {
+
+// Whether `port` is driven by DPDK's virtio_user.
+bool is_virtio_user(uint16_t port);
 
 // Call before closing a virtio_user port that was configured with intr_conf.rxq (harmless for
 // any other port). virtio_dev_close() closes the rx eventfds in rte_intr_efd_disable() (the

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "virtio_user_rx_intr.h"
+#include "virtio_user_teardown.h"
 
 #include <ethdev_driver.h>
 
@@ -7,11 +7,14 @@
 
 namespace vqs::test {
 
-void leave_rx_eventfds_to_virtio_user(uint16_t port) {
+bool is_virtio_user(uint16_t port) {
   rte_eth_dev_info info{};
-  if (rte_eth_dev_info_get(port, &info) != 0 || info.driver_name == nullptr ||
-      std::strcmp(info.driver_name, "net_virtio_user") != 0)
-    return;
+  return rte_eth_dev_info_get(port, &info) == 0 && info.driver_name != nullptr &&
+         std::strcmp(info.driver_name, "net_virtio_user") == 0;
+}
+
+void leave_rx_eventfds_to_virtio_user(uint16_t port) {
+  if (!is_virtio_user(port)) return;
   rte_intr_handle* handle = rte_eth_devices[port].intr_handle;
   if (handle == nullptr) return;
   // rte_intr_efd_disable() closes the event fds only while max_intr exceeds nb_efd.

@@ -222,3 +222,36 @@ TEST_CASE_METHOD(Fixture, "single_buffer takes only a plain one-descriptor chain
   CHECK(r.single_buffer(add(UINT64_MAX - 8, 64, 0), ChainAccess::kDeviceReads, &len) == nullptr);
   CHECK(r.single_buffer(16, ChainAccess::kDeviceReads, &len) == nullptr);
 }
+
+TEST_CASE("buffer_lines: a line holding only the header is read, the packet's lines written") {
+  constexpr uintptr_t kBuf = 0x10000;  // a line boundary
+  SECTION("DPDK's virtio: the 12-byte header fills the end of its line") {
+    const BufferLines l = buffer_lines(kBuf + 116, 12 + 64, 12);
+    CHECK(l.first == kBuf + 64);
+    CHECK(l.first_written == kBuf + 128);
+    CHECK(l.end == kBuf + 192);
+  }
+  SECTION("Linux's virtio-net: the header and the packet share the first line") {
+    const BufferLines l = buffer_lines(kBuf, 12 + 64, 12);
+    CHECK(l.first == kBuf);
+    CHECK(l.first_written == kBuf);
+    CHECK(l.end == kBuf + 128);
+  }
+  SECTION("a header across two lines, the packet starting in the second") {
+    const BufferLines l = buffer_lines(kBuf + 60, 12 + 64, 12);
+    CHECK(l.first == kBuf);
+    CHECK(l.first_written == kBuf + 64);
+    CHECK(l.end == kBuf + 192);
+  }
+  SECTION("nothing written: every line is read") {
+    const BufferLines l = buffer_lines(kBuf + 10, 100, kBufferNotWritten);
+    CHECK(l.first == kBuf);
+    CHECK(l.first_written == l.end);
+    CHECK(l.end == kBuf + 128);
+  }
+  SECTION("only the header fits the prefetched bytes") {
+    const BufferLines l = buffer_lines(kBuf + 116, 12, 12);
+    CHECK(l.first_written == l.end);
+    CHECK(l.end == kBuf + 128);
+  }
+}

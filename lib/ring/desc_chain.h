@@ -81,22 +81,43 @@ inline const void* indirect_table(const GuestMemory& memory, uint64_t addr, uint
   return table;
 }
 
+// For prefetch_buffer_head: a buffer the device only reads (guest TX).
+constexpr uint32_t kBufferNotWritten = UINT32_MAX;
+
 // Cache hints for the first `bytes` of a buffer (clipped to its length `len`, translated within
-// guest memory; anything odd is skipped), for reading or (`for_write`, guest RX) for writing.
-// The header's line is fetched for writing too, although enqueue stores the header only where
-// it differs: fetched for reading, its comparison waited on the line ~180 cycles a packet when
-// the guest's CPU shares no cache with ours (guest-rx 64 B, mixed-placement periods 1.23x and
-// 1.17x against the read prefetch; docs/benchmarks.md, "Guest-rx 64 B in the far placement").
+// guest memory; anything odd is skipped). Guest RX passes `written_from`, the offset of the first
+// byte sure to be stored (the packet's, after the header): lines from there on are fetched for
+// writing, so that the burst's stores do not each wait for ownership. A line that holds only the
+// header is fetched for reading: enqueue stores the header only where it differs, so that line,
+// unchanged, stays in the guest's cache too. Taken for writing, every packet cost the guest a
+// miss on the header from a CPU that shares no cache with ours (virtio_user's header fills the
+// end of its line: guest-rx 64 B far, docs/benchmarks.md "Guest-rx 64 B in the far placement").
 // For every ring format.
+// The lines prefetch_buffer_head touches for `len` bytes at `start`: [first, end), of which
+// those from `first_written` on are fetched for writing.
+struct BufferLines {
+  uintptr_t first;
+  uintptr_t first_written;
+  uintptr_t end;
+};
+inline BufferLines buffer_lines(uintptr_t start, uint32_t len, uint32_t written_from) {
+  constexpr uintptr_t kMask = ~uintptr_t{kCacheLine - 1};
+  BufferLines lines;
+  lines.first = start & kMask;
+  lines.end = ((start + len - 1) & kMask) + kCacheLine;
+  // The line holding the first byte written is the first line written.
+  lines.first_written = written_from < len ? (start + written_from) & kMask : lines.end;
+  return lines;
+}
+
 inline void prefetch_buffer_head(const GuestMemory& memory, uint64_t addr, uint32_t len,
-                                 uint32_t bytes, bool for_write) {
+                                 uint32_t bytes, uint32_t written_from) {
   if (bytes < len) len = bytes;
   const uint8_t* p = len != 0 ? memory.translate(addr, len) : nullptr;
   if (p == nullptr) return;
-  uintptr_t line = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kCacheLine - 1};
-  const uintptr_t last = reinterpret_cast<uintptr_t>(p) + len - 1;
-  for (; line <= last; line += kCacheLine) {
-    if (for_write)
+  const BufferLines lines = buffer_lines(reinterpret_cast<uintptr_t>(p), len, written_from);
+  for (uintptr_t line = lines.first; line < lines.end; line += kCacheLine) {
+    if (line >= lines.first_written)
       prefetch_line_for_write(reinterpret_cast<const void*>(line));
     else
       prefetch_line(reinterpret_cast<const void*>(line));
@@ -140,14 +161,15 @@ class DescChainReader {
   // Cache hint for the first `bytes` of a chain's first buffer (within the descriptor's length),
   // before it is read for real: guest-written lines then arrive together for a whole burst
   // instead of one miss per packet. Only a hint: anything odd is skipped.
-  // Guest RX (`for_write`): the buffer the device writes next (prefetch_buffer_head).
-  void prefetch_first_buffer(uint16_t head, uint32_t bytes, bool for_write = false) const {
+  // Guest RX: the buffer the device writes next, from `written_from` on (prefetch_buffer_head).
+  void prefetch_first_buffer(uint16_t head, uint32_t bytes,
+                             uint32_t written_from = kBufferNotWritten) const {
     if (head >= ring_size_) return;
     // One read of guest memory: a length the guest rewrote between two reads would not pass
     // the clip.
     const VringDesc d = load_desc(table_, head);
     if (!(d.flags & kVringDescFIndirect))
-      prefetch_buffer_head(*memory_, d.addr, d.len, bytes, for_write);
+      prefetch_buffer_head(*memory_, d.addr, d.len, bytes, written_from);
   }
 
  private:

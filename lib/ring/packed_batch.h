@@ -79,12 +79,13 @@ class PackedBatch {
   }
 
   // Cache hints for the first `bytes` of chain i's first buffer (prefetch_buffer_head).
-  void prefetch_first_buffer(uint16_t i, uint32_t bytes, bool for_write = false) const {
+  void prefetch_first_buffer(uint16_t i, uint32_t bytes,
+                             uint32_t written_from = kBufferNotWritten) const {
     const Chain& c = chains_[i];
     if (c.copied == 0) return;
     const VringPackedDesc& d = descs_[c.first];
     if (!(d.flags & kVringDescFIndirect))
-      prefetch_buffer_head(*memory_, d.addr, d.len, bytes, for_write);
+      prefetch_buffer_head(*memory_, d.addr, d.len, bytes, written_from);
   }
 
  private:

@@ -86,7 +86,8 @@ class PackedBurst {
   }
   void prefetch_rx(uint16_t count, uint32_t packet_bytes) const {
     const uint32_t bytes = vq_.features().net_hdr_size + packet_bytes;
-    for (uint16_t i = 0; i < count; ++i) batch_.prefetch_first_buffer(i, bytes, true);
+    for (uint16_t i = 0; i < count; ++i)
+      batch_.prefetch_first_buffer(i, bytes, vq_.features().net_hdr_size);
   }
 
  private:

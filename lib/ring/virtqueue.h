@@ -139,8 +139,8 @@ class VirtQueue {
 
   // Cache hints for the next `count` posted chains: descriptors first, then (once those are on
   // their way) the buffers they point to. The misses of a burst overlap instead of queueing.
-  // Guest TX: the header and the packet's first `packet_bytes`. Guest RX: for writing, the
-  // header's line and the packet's first `packet_bytes`.
+  // Guest TX: the header and the packet's first `packet_bytes`. Guest RX: the same lines, those
+  // the packet will be written into for writing (prefetch_buffer_head).
   void prefetch_tx_chains(uint16_t count, uint32_t packet_bytes) const {
     ring_.prefetch_descs(count);
     const uint32_t bytes = features_.net_hdr_size + packet_bytes;
@@ -150,7 +150,7 @@ class VirtQueue {
     ring_.prefetch_descs(count);
     const uint32_t bytes = features_.net_hdr_size + packet_bytes;
     for (uint16_t i = 0; i < count; ++i)
-      reader_.prefetch_first_buffer(ring_.avail_head(i), bytes, true);
+      reader_.prefetch_first_buffer(ring_.avail_head(i), bytes, features_.net_hdr_size);
   }
 
   // Ends a guest TX burst: makes the used entries visible and interrupts the guest if it asked

@@ -41,6 +41,8 @@
 # docs/benchmarks.md to
 # rewrite (default pvp-interleaved; none writes nothing). Needs root, hugepages and a build.
 # VQS_BENCH_KEEP=1 keeps the run directory (both testpmds' logs) for a look afterwards.
+# VQS_GUEST_TESTPMD=PATH runs the guest with another dpdk-testpmd (one built with -g from the
+# dpdk source package, so that perf names the virtio driver's functions; see switch_vs_ovs.sh).
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -124,7 +126,7 @@ port_id() {
 # start_pair MODE SIZE: both testpmds, interactive, reading commands from fifos.
 declare -A fd=()
 start_pair() {
-  local mode=$1 size=$2 null_a null_b vqs_b mbuf=() fwd prog=(dpdk-testpmd)
+  local mode=$1 size=$2 null_a null_b vqs_b mbuf=() fwd prog=("${VQS_GUEST_TESTPMD:-dpdk-testpmd}")
   if [ "$mode" = guest-rx ]; then
     null_a="net_null0,size=$size" null_b="net_null1,size=$size"
   else

@@ -84,16 +84,7 @@ inline const void* indirect_table(const GuestMemory& memory, uint64_t addr, uint
 // For prefetch_buffer_head: a buffer the device only reads (guest TX).
 constexpr uint32_t kBufferNotWritten = UINT32_MAX;
 
-// Cache hints for the first `bytes` of a buffer (clipped to its length `len`, translated within
-// guest memory; anything odd is skipped). Guest RX passes `written_from`, the offset of the first
-// byte sure to be stored (the packet's, after the header): lines from there on are fetched for
-// writing, so that the burst's stores do not each wait for ownership. A line that holds only the
-// header is fetched for reading: enqueue stores the header only where it differs, so that line,
-// unchanged, stays in the guest's cache too. Taken for writing, every packet cost the guest a
-// miss on the header from a CPU that shares no cache with ours (virtio_user's header fills the
-// end of its line: guest-rx 64 B far, docs/benchmarks.md "Guest-rx 64 B in the far placement").
-// For every ring format.
-// The lines prefetch_buffer_head touches for `len` bytes at `start`: [first, end), of which
+// The lines prefetch_buffer_head touches for `len` (> 0) bytes at `start`: [first, end), of which
 // those from `first_written` on are fetched for writing.
 struct BufferLines {
   uintptr_t first;
@@ -110,6 +101,15 @@ inline BufferLines buffer_lines(uintptr_t start, uint32_t len, uint32_t written_
   return lines;
 }
 
+// Cache hints for the first `bytes` of a buffer (clipped to its length `len`, translated within
+// guest memory; anything odd is skipped). Guest RX passes `written_from`, the offset of the first
+// byte sure to be stored (the packet's, after the header): lines from there on are fetched for
+// writing, so that the burst's stores do not each wait for ownership. A line that holds only the
+// header is fetched for reading: enqueue stores the header only where it differs, so that line,
+// unchanged, stays in the guest's cache too. Taken for writing, every packet cost the guest a
+// miss on the header from a CPU that shares no cache with ours (virtio_user's header fills the
+// end of its line: guest-rx 64 B far, docs/benchmarks.md "Guest-rx 64 B in the far placement").
+// For every ring format.
 inline void prefetch_buffer_head(const GuestMemory& memory, uint64_t addr, uint32_t len,
                                  uint32_t bytes, uint32_t written_from) {
   if (bytes < len) len = bytes;

@@ -85,9 +85,9 @@ class PackedBurst {
     for (uint16_t i = 0; i < count; ++i) batch_.prefetch_first_buffer(i, bytes);
   }
   void prefetch_rx(uint16_t count, uint32_t packet_bytes) const {
-    const uint32_t bytes = vq_.features().net_hdr_size + packet_bytes;
+    const uint32_t hdr_size = vq_.features().net_hdr_size;
     for (uint16_t i = 0; i < count; ++i)
-      batch_.prefetch_first_buffer(i, bytes, vq_.features().net_hdr_size);
+      batch_.prefetch_first_buffer(i, hdr_size + packet_bytes, hdr_size);
   }
 
  private:

@@ -22,8 +22,9 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 # scenario_lines MODE SIZE BASELINE BASE_RATES CANDIDATE CAND_RATES RATIOS LABEL BASE_CYC CAND_CYC
 #   [TSC_MHZ]:
 # a scenario's result, one line per line: the medians of both backends' rates and of the ratios
-# (listed after LABEL); then, but for guest-rx (where the host forwards, and drops, far more than
-# the guest takes, so its cycles per packet say nothing about the guest's rate), the medians of
+# (listed after LABEL); then, but for guest-rx or when no cycles are given (where the host
+# forwards, and drops, far more than the guest takes, so its cycles per packet say nothing about
+# the guest's rate), the medians of
 # the host's busy cycles per packet, and what they make of the host: the rate it could forward
 # if it were never idle (TSC_MHZ / cycles), and how busy it was at the median rate. A host busy
 # well short of 100% was waiting for the guest, which then set the rate.
@@ -32,10 +33,10 @@ scenario_lines() {
   printf '%-9s %5sB  %s %7s Mpps  %s %7s Mpps  ratio %5sx  (%s:%s)\n' "$mode" "$size" "$base" \
     "$(echo "$base_rates" | median)" "$cand" "$(echo "$cand_rates" | median)" \
     "$(echo "$ratios" | median)" "$label" "$ratios"
-  [ "$mode" = guest-rx ] ||
+  [ "$mode" = guest-rx ] || [ -z "${9// /}${10// /}" ] ||
     printf '%17s host busy TSC cycles/packet (medians): %s %s, %s %s\n' "" "$base" \
       "$(echo "$9" | median)" "$cand" "$(echo "${10}" | median)"
-  [ "$mode" = guest-rx ] || [ -z "${11:-}" ] ||
+  [ "$mode" = guest-rx ] || [ -z "${9// /}${10// /}" ] || [ -z "${11:-}" ] ||
     awk -v mhz="${11}" -v b="$base" -v c="$cand" -v br="$(echo "$base_rates" | median)" \
       -v cr="$(echo "$cand_rates" | median)" -v bc="$(echo "$9" | median)" \
       -v cc="$(echo "${10}" | median)" 'BEGIN {

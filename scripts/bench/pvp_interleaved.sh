@@ -15,9 +15,12 @@
 # is the median of the ratios of adjacent periods (the order alternates, ABBA...).
 # guest-tx-fill: guest-tx with build/scripts/bench/vqs-guest-tx -i as the guest, which writes
 # every byte of each frame (see pvp.sh) and answers the testpmd commands used here.
+# pvp: the guest forwards in macswap mode what the host's net_null sends it, back to net_null
+# (the host's io forwarding carries both directions); the rate is the guest's Tx-pps, and the
+# host's cycles are not reported (see below).
 #
 #   scripts/bench/pvp_interleaved.sh [--periods N] [--seconds S] [--sizes "64 1500"]
-#                                    [--modes "guest-tx guest-rx guest-tx-fill"] [--plugin PATH]
+#                                    [--modes "guest-tx guest-rx guest-tx-fill pvp"] [--plugin PATH]
 #                                    [--vqs-args DEVARGS] [--baseline-vqs-args DEVARGS]
 #                                    [--guest-args DEVARGS] [--table NAME] [--cpu-state]
 #                                    [--host-args "TESTPMD ARGS"] [--marks FILE]
@@ -78,10 +81,10 @@ while [ $# -gt 0 ]; do
 done
 for mode in $modes; do
   case "$mode" in
-    guest-tx | guest-rx) ;;
+    guest-tx | guest-rx | pvp) ;;
     guest-tx-fill) [ -x "$top/build/scripts/bench/vqs-guest-tx" ] ||
       { echo "build first: vqs-guest-tx" >&2; exit 1; } ;;
-    *) echo "mode $mode: guest-tx, guest-tx-fill or guest-rx" >&2; exit 2 ;;
+    *) echo "mode $mode: guest-tx, guest-tx-fill, guest-rx or pvp" >&2; exit 2 ;;
   esac
 done
 [ -f "$plugin_src" ] || { echo "build first: $plugin_src missing" >&2; exit 1; }
@@ -127,7 +130,7 @@ port_id() {
 declare -A fd=()
 start_pair() {
   local mode=$1 size=$2 null_a null_b vqs_b mbuf=() fwd prog=("${VQS_GUEST_TESTPMD:-dpdk-testpmd}")
-  if [ "$mode" = guest-rx ]; then
+  if [ "$mode" = guest-rx ] || [ "$mode" = pvp ]; then
     null_a="net_null0,size=$size" null_b="net_null1,size=$size"
   else
     null_a="net_null0,no-rx=1" null_b="net_null1,no-rx=1"
@@ -154,6 +157,7 @@ start_pair() {
     guest-rx) fwd=(--forward-mode=rxonly --nb-cores=1) ;;
     guest-tx) fwd=("${mbuf[@]}" --forward-mode=txonly "--txpkts=$size" --nb-cores=1) ;;
     guest-tx-fill) prog=("$top/build/scripts/bench/vqs-guest-tx"); fwd=(--size "$size") ;;
+    pvp) fwd=("${mbuf[@]}" --forward-mode=macswap --nb-cores=1) ;;
   esac
   stdbuf -oL "${prog[@]}" -l 0,1 --main-lcore 1 --file-prefix vqs-ilv-guest -m 512 --no-pci \
     --single-file-segments \
@@ -274,6 +278,9 @@ for mode in $modes; do
       class_cycles[$prev.$prev_class]+=" $cycles"
     fi
     stop_pair
+    # pvp: the host's io forwarding counts every net_null frame it receives, most of which the
+    # guest's full ring then drops, so its cycles per packet say nothing of the guest's packets.
+    [ "$mode" = pvp ] && { cyc_a="" cyc_b=""; class_cycles=(); }
     mapfile -t lines < <(scenario_lines "$mode" "$size" "$baseline" "$rates_b" "$candidate" \
       "$rates_a" "$ratios" pairs "$cyc_b" "$cyc_a" "$(tsc_mhz "$run/host.log")")
     [ -z "$cpu_state" ] || mapfile -t -O "${#lines[@]}" lines < <(class_lines "$baseline" "$candidate" \

@@ -255,15 +255,3 @@ TEST_CASE("buffer_lines: a line holding only the header is read, the packet's li
     CHECK(l.end == kBuf + 128);
   }
 }
-
-TEST_CASE("buffer_worth_prefetching: small guest TX buffers get no hint, guest RX buffers all do") {
-  // Guest TX (read only): a 64-byte frame with its 12-byte header is left to the copy, a
-  // 1500-byte one is hinted.
-  CHECK_FALSE(buffer_worth_prefetching(12 + 64, kBufferNotWritten));
-  CHECK_FALSE(buffer_worth_prefetching(kReadBufferPrefetchMinLen - 1, kBufferNotWritten));
-  CHECK(buffer_worth_prefetching(kReadBufferPrefetchMinLen, kBufferNotWritten));
-  CHECK(buffer_worth_prefetching(12 + 1500, kBufferNotWritten));
-  // Guest RX (written): any length.
-  CHECK(buffer_worth_prefetching(12 + 64, 12));
-  CHECK(buffer_worth_prefetching(12, 12));
-}

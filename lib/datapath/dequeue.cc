@@ -220,7 +220,7 @@ BurstResult dequeue_burst_on(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts,
   }
 
   // The lines a copy or a lend reads first: the header and the packet's head (the hardware
-  // prefetcher follows a longer copy), of buffers of kReadBufferPrefetchMinLen bytes or more.
+  // prefetcher follows a longer copy).
   burst.prefetch_tx(count, kZeroCopyHeadLen);
   QueueStats& stats = vq.stats();
   const uint32_t lend_min_len = zero_copy != nullptr ? lending.min_len : UINT32_MAX;

@@ -101,19 +101,6 @@ inline BufferLines buffer_lines(uintptr_t start, uint32_t len, uint32_t written_
   return lines;
 }
 
-// Guest TX: a buffer the device only reads, shorter than this, gets no hint; the copy reads it
-// when it comes to it. Hinted ahead for a whole burst, small packets made the guest slower:
-// PVP 64 B in the far placement, net_vqs 0.93x net_vhost with the hints and 0.98x without, the
-// guest's mbuf allocation 3-4 times as costly (docs/benchmarks.md, "PVP 64 B through the PMD").
-// Longer ones keep it: without it PVP 1500 B lost 7%. Between the two sizes measured (76 and 1512
-// bytes with the header).
-constexpr uint32_t kReadBufferPrefetchMinLen = 256;
-
-// Whether prefetch_buffer_head hints a buffer of `len` bytes (the descriptor's).
-inline bool buffer_worth_prefetching(uint32_t len, uint32_t written_from) {
-  return written_from != kBufferNotWritten || len >= kReadBufferPrefetchMinLen;
-}
-
 // Cache hints for the first `bytes` of a buffer (clipped to its length `len`, translated within
 // guest memory; anything odd is skipped). Guest RX passes `written_from`, the offset of the first
 // byte sure to be stored (the packet's, after the header): lines from there on are fetched for
@@ -122,10 +109,9 @@ inline bool buffer_worth_prefetching(uint32_t len, uint32_t written_from) {
 // unchanged, stays in the guest's cache too. Taken for writing, every packet cost the guest a
 // miss on the header from a CPU that shares no cache with ours (virtio_user's header fills the
 // end of its line: guest-rx 64 B far, docs/benchmarks.md "Guest-rx 64 B in the far placement").
-// A read-only buffer shorter than kReadBufferPrefetchMinLen gets no hint. For every ring format.
+// For every ring format.
 inline void prefetch_buffer_head(const GuestMemory& memory, uint64_t addr, uint32_t len,
                                  uint32_t bytes, uint32_t written_from) {
-  if (!buffer_worth_prefetching(len, written_from)) return;
   if (bytes < len) len = bytes;
   const uint8_t* p = len != 0 ? memory.translate(addr, len) : nullptr;
   if (p == nullptr) return;

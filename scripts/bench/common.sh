@@ -24,10 +24,10 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 # a scenario's result, one line per line: the medians of both backends' rates and of the ratios
 # (listed after LABEL); then, but for guest-rx or when no cycles are given (where the host
 # forwards, and drops, far more than the guest takes, so its cycles per packet say nothing about
-# the guest's rate), the medians of
-# the host's busy cycles per packet, and what they make of the host: the rate it could forward
-# if it were never idle (TSC_MHZ / cycles), and how busy it was at the median rate. A host busy
-# well short of 100% was waiting for the guest, which then set the rate.
+# the guest's rate), the medians of the host's busy cycles per packet, and what they make of the
+# host: the rate it could forward if it were never idle (TSC_MHZ / cycles), and how busy it was
+# at the median rate. A host busy well short of 100% was waiting for the guest, which then set
+# the rate.
 scenario_lines() {
   local mode=$1 size=$2 base=$3 base_rates=$4 cand=$5 cand_rates=$6 ratios=$7 label=$8
   printf '%-9s %5sB  %s %7s Mpps  %s %7s Mpps  ratio %5sx  (%s:%s)\n' "$mode" "$size" "$base" \

@@ -23,7 +23,8 @@
 #                                    [--modes "guest-tx guest-rx guest-tx-fill pvp"] [--plugin PATH]
 #                                    [--vqs-args DEVARGS] [--baseline-vqs-args DEVARGS]
 #                                    [--guest-args DEVARGS] [--table NAME] [--cpu-state]
-#                                    [--host-args "TESTPMD ARGS"] [--marks FILE]
+#                                    [--host-args "TESTPMD ARGS"] [--guest-testpmd-args "ARGS"]
+#                                    [--marks FILE]
 #
 # --cpu-state: how fast a cache line crosses between the two CPUs, sampled during each period:
 # every 0.5 s both testpmds are frozen (SIGSTOP) for the 1-3 ms of build/scripts/bench/
@@ -37,12 +38,14 @@
 # virtio_user ports (packed_vq=1: packed virtqueues; the script stops unless both backends
 # negotiated the format asked for); --host-args: further testpmd arguments of the host (e.g.
 # --record-burst-stats: every stop then prints the burst sizes each port saw, in host.log, kept
-# with VQS_BENCH_KEEP=1); --marks: append each period's measured interval to FILE as
-# "start end backend mode size class" (CLOCK_REALTIME seconds; backend a: net_vqs, b: the
-# baseline; class near, far, mixed or none), to split a profile taken meanwhile
+# with VQS_BENCH_KEEP=1); --guest-testpmd-args: further testpmd arguments of the guest, not
+# for guest-tx-fill (e.g. --txfreet=N: a split TX ring's used entries are cleaned up once more
+# than its size less N wait; testpmd's default 32); --marks: append each period's measured
+# interval to FILE as "start end backend mode size class" (CLOCK_REALTIME seconds; backend a:
+# net_vqs, b: the baseline; class near, far, mixed or none), to split a profile taken meanwhile
 # (perf record --clockid realtime; scripts/bench/profile_by_period.sh); --table: the table in
-# docs/benchmarks.md to
-# rewrite (default pvp-interleaved; none writes nothing). Needs root, hugepages and a build.
+# docs/benchmarks.md to rewrite (default pvp-interleaved; none writes nothing).
+# Needs root, hugepages and a build.
 # VQS_BENCH_KEEP=1 keeps the run directory (both testpmds' logs) for a look afterwards.
 # VQS_GUEST_TESTPMD=PATH runs the guest with another dpdk-testpmd (one built with -g from the
 # dpdk source package, so that perf names the virtio driver's functions; see switch_vs_ovs.sh).
@@ -58,6 +61,7 @@ vqs_args=""
 baseline_args=""
 guest_args=""
 host_args=()
+guest_testpmd_args=()
 table=pvp-interleaved
 marks=""
 cpu_state=""
@@ -72,6 +76,7 @@ while [ $# -gt 0 ]; do
     --baseline-vqs-args) baseline_args=",$2"; shift 2 ;;
     --guest-args) guest_args=",$2"; shift 2 ;;
     --host-args) read -r -a host_args <<<"$2"; shift 2 ;;
+    --guest-testpmd-args) read -r -a guest_testpmd_args <<<"$2"; shift 2 ;;
     --table) table=$2; shift 2 ;;
     --marks) marks=$2; shift 2 ;;
     --plugin) plugin_src=$2; shift 2 ;;
@@ -82,8 +87,11 @@ done
 for mode in $modes; do
   case "$mode" in
     guest-tx | guest-rx | pvp) ;;
-    guest-tx-fill) [ -x "$top/build/scripts/bench/vqs-guest-tx" ] ||
-      { echo "build first: vqs-guest-tx" >&2; exit 1; } ;;
+    guest-tx-fill)
+      [ -x "$top/build/scripts/bench/vqs-guest-tx" ] ||
+        { echo "build first: vqs-guest-tx" >&2; exit 1; }
+      [ ${#guest_testpmd_args[@]} -eq 0 ] ||
+        { echo "--guest-testpmd-args: not with guest-tx-fill" >&2; exit 2; } ;;
     *) echo "mode $mode: guest-tx, guest-tx-fill, guest-rx or pvp" >&2; exit 2 ;;
   esac
 done
@@ -163,7 +171,7 @@ start_pair() {
     --single-file-segments \
     --vdev "net_virtio_user0,path=$run/a.sock,queue_size=1024,mrg_rxbuf=1,in_order=0$guest_args" \
     --vdev "net_virtio_user1,path=$run/b.sock,queue_size=1024,mrg_rxbuf=1,in_order=0$guest_args" \
-    --log-level "*:warning" -- -i "${fwd[@]}" <"$run/guest.in" >"$run/guest.log" 2>&1 &
+    --log-level "*:warning" -- -i "${fwd[@]}" "${guest_testpmd_args[@]}" <"$run/guest.in" >"$run/guest.log" 2>&1 &
   pids+=($!)
   exec {fd[guest]}>"$run/guest.in"
   for _ in $(seq 100); do grep -aq "testpmd>" "$run/guest.log" 2>/dev/null && break; sleep 0.1; done

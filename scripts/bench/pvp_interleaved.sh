@@ -171,7 +171,8 @@ start_pair() {
     --single-file-segments \
     --vdev "net_virtio_user0,path=$run/a.sock,queue_size=1024,mrg_rxbuf=1,in_order=0$guest_args" \
     --vdev "net_virtio_user1,path=$run/b.sock,queue_size=1024,mrg_rxbuf=1,in_order=0$guest_args" \
-    --log-level "*:warning" -- -i "${fwd[@]}" "${guest_testpmd_args[@]}" <"$run/guest.in" >"$run/guest.log" 2>&1 &
+    --log-level "*:warning" -- -i "${fwd[@]}" "${guest_testpmd_args[@]}" \
+    <"$run/guest.in" >"$run/guest.log" 2>&1 &
   pids+=($!)
   exec {fd[guest]}>"$run/guest.in"
   for _ in $(seq 100); do grep -aq "testpmd>" "$run/guest.log" 2>/dev/null && break; sleep 0.1; done

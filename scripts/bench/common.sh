@@ -88,6 +88,14 @@ crossing_class() {
     END {print f ? (n ? "mixed" : "far") : "near"}'
 }
 
+# crossing_state: "CLASS/NS" for the latencies on stdin: their class (crossing_class) and their
+# median in ns, which tells the far modes apart where the class cannot.
+crossing_state() {
+  local samples
+  samples=$(cat)
+  echo "$(echo "$samples" | crossing_class)/$(echo "$samples" | median | cut -d. -f1)"
+}
+
 # class_lines BASELINE CANDIDATE RATES CYCLES RATIOS: a scenario's results per placement class,
 # from associative arrays named by the last three: RATES and CYCLES keyed "a.CLASS" (candidate)
 # and "b.CLASS" (baseline), RATIOS keyed by the pair's class; values are space-separated numbers.

@@ -202,10 +202,11 @@ stop_pair() {
 }
 
 # period WHICH MODE: forward through backend WHICH (a: candidate, b: baseline) for one period;
-# prints "Mpps host-cycles/packet class" (the cycles those of the period before, printed at its
-# stop; the class near, far or mixed with --cpu-state, else none).
+# prints "Mpps host-cycles/packet state" (the cycles those of the period before, printed at its
+# stop; the state with --cpu-state the class, near, far or mixed, and the median line latency,
+# "far/214", else none).
 period() {
-  local which=$1 mode=$2 key=Tx-pps at cycles rate class=none
+  local which=$1 mode=$2 key=Tx-pps at cycles rate class=none state=none
   [ "$mode" = guest-rx ] && key=Rx-pps
   at=$(size_of host)
   send host stop
@@ -221,7 +222,8 @@ period() {
   local started
   started=$(date +%s.%N)
   if [ -n "$cpu_state" ]; then
-    class=$(line_crossings "$seconds" "$cpu_state" "${pids[@]}" | crossing_class)
+    state=$(line_crossings "$seconds" "$cpu_state" "${pids[@]}" | crossing_state)
+    class=${state%/*}
   else
     sleep "$seconds"
   fi
@@ -230,7 +232,7 @@ period() {
   [ -z "$marks" ] || echo "$started $(date +%s.%N) $which $mode $size $class" >>"$marks"
   sleep 0.3
   rate=$(since guest "$at" | grep -a -oE "$key: +[0-9]+" | awk '{printf "%.3f", $2 / 1e6}' | tail -1 || true)
-  echo "${rate:-0} ${cycles:-0} $class"
+  echo "${rate:-0} ${cycles:-0} $state"
 }
 
 load_before=$(load)
@@ -251,10 +253,12 @@ for mode in $modes; do
     for p in $(seq "$periods"); do
       if [ $((p % 2)) -eq 1 ]; then sequence+=" a b"; else sequence+=" b a"; fi
     done
-    declare -A last=() class_rates=() class_cycles=() class_ratios=()
+    declare -A last=() ns=() class_rates=() class_cycles=() class_ratios=()
     pair_class="" prev_class=""
     for which in $sequence; do
-      read -r rate cycles class < <(period "$which" "$mode")
+      read -r rate cycles state < <(period "$which" "$mode")
+      class=${state%/*}
+      [ "$state" = "$class" ] || ns[$which]=${state#*/}
       # A pair's class: its periods' if they agree, else mixed.
       if [ -z "$pair_class" ]; then pair_class=$class; elif [ "$pair_class" != "$class" ]; then pair_class=mixed; fi
       # The cycles printed at this stop belong to the period before.
@@ -271,7 +275,7 @@ for mode in $modes; do
         ratio=$(awk -v a="${last[a]}" -v b="${last[b]}" 'BEGIN {printf "%.3f", (b > 0) ? a / b : 0}')
         ratios+=" $ratio"
         class_ratios[$pair_class]+=" $ratio"
-        echo "  $mode ${size}B: $baseline ${last[b]} Mpps, $candidate ${last[a]} Mpps ($pair_class, load $(load))" >&2
+        echo "  $mode ${size}B: $baseline ${last[b]} Mpps, $candidate ${last[a]} Mpps ($pair_class${ns[b]:+ ${ns[b]}/${ns[a]} ns}, load $(load))" >&2
         last=()
         pair_class=""
       fi

@@ -402,8 +402,9 @@ else:
 }
 
 # period INDEX SCENARIO GUEST_PORTS: forward through switch INDEX for one period; prints
-# "Mpps cycles/packet class probe" (probe, in noisy and probe: "p50/p99/p999/lost/sent/cpu" with
-# latencies in ns and the switch process's CPU use in % of one CPU; else -).
+# "Mpps cycles/packet state probe" (state: with --cpu-state the placement class and the median
+# line latency, "far/214", else none; probe, in noisy and probe: "p50/p99/p999/lost/sent/cpu"
+# with latencies in ns and the switch process's CPU use in % of one CPU; else -).
 period() {
   local i=$1 scenario=$2 ports=$3 key=Tx-pps at rate c0 p0 c1 p1 class=none probe
   case "$scenario" in guest-rx | vm2vm | probe | intr-rx) key=Rx-pps ;; esac
@@ -424,7 +425,7 @@ period() {
     perf record -q -C 0,1 -o "$run/perf.$scenario.$size.${names[$i]}.$(date +%H%M%S).data" \
       -- sleep "$seconds" >/dev/null 2>&1
   elif [ -n "$cpu_state" ]; then
-    class=$(line_crossings "$seconds" "$cpu_state" "$guest_pid" "${sw_pids[$i]}" | crossing_class)
+    class=$(line_crossings "$seconds" "$cpu_state" "$guest_pid" "${sw_pids[$i]}" | crossing_state)
   else
     sleep "$seconds"
   fi
@@ -579,14 +580,16 @@ for scenario in $scenarios; do
       declare -A this=() this_class=() this_cycles=()
       for i in $order; do
         ports=$(seq -s, $((i * per_switch)) $((i * per_switch + per_switch - 1)))
-        read -r rate cyc class probe < <(period "$i" "$scenario" "$ports")
+        read -r rate cyc state probe < <(period "$i" "$scenario" "$ports")
+        class=${state%/*} where=${state/\// }
+        [ "$state" = "$class" ] || where+=" ns"
         probes[$i]+=" $probe"
         rates[$i]+=" $rate"
         cycles[$i]+=" $cyc"
         this[$i]=$rate
         this_class[$i]=$class
         this_cycles[$i]=$cyc
-        echo "  $label ${size}B round $r: ${names[$i]} $rate Mpps, $cyc cycles/packet ($class, load $(load))${probe#-}" >&2
+        echo "  $label ${size}B round $r: ${names[$i]} $rate Mpps, $cyc cycles/packet ($where, load $(load))${probe#-}" >&2
       done
       for i in $(seq ${#labels[@]}); do
         ratio=$(awk -v a="${this[$i]}" -v b="${this[0]}" 'BEGIN {printf "%.3f", (b > 0) ? a / b : 0}')

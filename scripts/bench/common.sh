@@ -89,10 +89,12 @@ crossing_class() {
 }
 
 # crossing_state: "CLASS/NS" for the latencies on stdin: their class (crossing_class) and their
-# median in ns, which tells the far modes apart where the class cannot.
+# median in ns, printed to compare the far modes, whose rates differ by up to 2x (so far the
+# median has not separated them either); "none" without samples.
 crossing_state() {
   local samples
   samples=$(cat)
+  if [ -z "${samples// /}" ]; then echo none; return; fi
   echo "$(echo "$samples" | crossing_class)/$(echo "$samples" | median | cut -d. -f1)"
 }
 

@@ -28,11 +28,12 @@
 #
 # --cpu-state: how fast a cache line crosses between the two CPUs, sampled during each period:
 # every 0.5 s both testpmds are frozen (SIGSTOP) for the 1-3 ms of build/scripts/bench/
-# vqs-cpu-share --bounce (under 1% of the period, alike for both backends). The modes are that
-# latency: for seconds at a time a line crosses in ~60 ns (near) or in ~250 ns (far). A period
-# is near or far if all its samples agree (150 ns apart), else mixed, and each scenario also
-# gets its rates, host cycles and ratios per class (a pair's class: its two periods' if they
-# agree). --seconds must be whole seconds.
+# vqs-cpu-share --bounce (under 1% of the period, alike for both backends). For seconds at a
+# time a line crosses in ~60 ns (near) or in ~250 ns (far); within far the rates have modes of
+# their own that the latency does not separate. A period is near or far if all its samples
+# agree (150 ns apart), else mixed; each pair is printed with its periods' median latencies,
+# and each scenario also gets its rates, host cycles and ratios per class (a pair's class: its
+# two periods' if they agree). --seconds must be whole seconds.
 # --periods: periods per backend and scenario (default 20); --baseline-vqs-args: a second net_vqs
 # port with these devargs instead of net_vhost; --guest-args: further devargs of both guest
 # virtio_user ports (packed_vq=1: packed virtqueues; the script stops unless both backends

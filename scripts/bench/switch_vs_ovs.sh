@@ -59,8 +59,8 @@
 # builds). Without any --variant, one vqswitch with the
 # defaults, labelled "vqswitch". --probe-us "US ...": the probe's interval in noisy and probe
 # (20); several: each in turn, as sizes are. --cpu-state: each period's placement class (near, far, mixed;
-# see pvp_interleaved.sh), sampled with the guest and the switch under test frozen, and the
-# results per class. --queue-size: the guests' virtio ring size (1024). --guest-devargs: appended
+# see pvp_interleaved.sh), sampled with the guest and the switch under test frozen, printed
+# with the samples' median line latency, and the results per class. --queue-size: the guests' virtio ring size (1024). --guest-devargs: appended
 # to every guest virtio_user port's devargs (the ports have in_order=0, so that both switches
 # meet the guest's free-list paths; ",in_order=1" gives virtio_user's own default, in-order
 # paths against both, which both offer). --table: the block of docs/benchmarks.md to rewrite (default
@@ -406,7 +406,7 @@ else:
 # line latency, "far/214", else none; probe, in noisy and probe: "p50/p99/p999/lost/sent/cpu"
 # with latencies in ns and the switch process's CPU use in % of one CPU; else -).
 period() {
-  local i=$1 scenario=$2 ports=$3 key=Tx-pps at rate c0 p0 c1 p1 class=none probe
+  local i=$1 scenario=$2 ports=$3 key=Tx-pps at rate c0 p0 c1 p1 state=none probe
   case "$scenario" in guest-rx | vm2vm | probe | intr-rx) key=Rx-pps ;; esac
   kill -CONT "${sw_pids[$i]}"
   guest "set portlist $ports"
@@ -425,7 +425,7 @@ period() {
     perf record -q -C 0,1 -o "$run/perf.$scenario.$size.${names[$i]}.$(date +%H%M%S).data" \
       -- sleep "$seconds" >/dev/null 2>&1
   elif [ -n "$cpu_state" ]; then
-    class=$(line_crossings "$seconds" "$cpu_state" "$guest_pid" "${sw_pids[$i]}" | crossing_state)
+    state=$(line_crossings "$seconds" "$cpu_state" "$guest_pid" "${sw_pids[$i]}" | crossing_state)
   else
     sleep "$seconds"
   fi
@@ -451,7 +451,7 @@ period() {
   [ "$scenario" = share ] && probe=$(tail -c +$((at + 1)) "$run/guest.log" |
     awk '/Share-pps:/ {$1 = ""; p = $0} /Share-Bps:/ {$1 = ""; b = $0}
       END {gsub(/^ +/, "", p); gsub(/^ +/, "", b); gsub(/ +/, ":", p); gsub(/ +/, ":", b); print p "/" b}')
-  awk -v r="$rate" -v c0="$c0" -v c1="$c1" -v p0="$p0" -v p1="$p1" -v k="$class" -v q="${probe:--}" \
+  awk -v r="$rate" -v c0="$c0" -v c1="$c1" -v p0="$p0" -v p1="$p1" -v k="$state" -v q="${probe:--}" \
     'BEGIN {printf "%s %.0f %s %s\n", r, (p1 > p0) ? (c1 - c0) / (p1 - p0) : 0, k, q}'
 }
 

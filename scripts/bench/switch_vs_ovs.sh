@@ -62,9 +62,10 @@
 # see pvp_interleaved.sh), sampled with the guest and the switch under test frozen, printed
 # with the samples' median line latency, and the results per class. --queue-size: the guests'
 # virtio ring size (1024). --guest-devargs: appended to every guest virtio_user port's devargs
-# (the ports have in_order=0, so that both switches meet the guest's free-list paths; ",in_order=1" gives virtio_user's own default, in-order
-# paths against both, which both offer). --table: the block of docs/benchmarks.md to rewrite (default
-# switch-vs-ovs; none: print only). Needs root and a build; raises the 2 MiB hugepages to what
+# (the ports have in_order=0, so that both switches meet the guest's free-list paths;
+# ",in_order=1" gives virtio_user's own default, in-order paths against both, which both
+# offer). --table: the block of docs/benchmarks.md to rewrite (default switch-vs-ovs; none:
+# print only). Needs root and a build; raises the 2 MiB hugepages to what
 # the switches and the guest take. VQS_BENCH_KEEP=1 keeps the run directory (every log);
 # VQS_BENCH_PERF=1 records each period with `perf record -C 0,1` into it (perf.SCENARIO.SIZE.
 # SWITCH.N.data; `perf report --sort cpu,comm,sym`), instead of sampling the placement.

@@ -255,3 +255,32 @@ TEST_CASE("buffer_lines: a line holding only the header is read, the packet's li
     CHECK(l.end == kBuf + 128);
   }
 }
+
+TEST_CASE("buffer_lines, guest TX: the header's line is not hinted unless the packet shares it") {
+  constexpr uintptr_t kBuf = 0x10000;  // a line boundary
+  auto tx_lines = [](uintptr_t start, uint32_t len) {
+    return buffer_lines(start, len, kBufferNotWritten, tx_hints_from(len, 12));
+  };
+  SECTION("DPDK's virtio: the header ends its line, the lines before it are the guest's mbuf") {
+    const BufferLines l = tx_lines(kBuf + 116, 12 + 64);
+    CHECK(l.first == kBuf + 128);
+    CHECK(l.end == kBuf + 192);
+    CHECK(l.first_written == l.end);
+  }
+  SECTION("Linux's virtio-net: the header and the packet share the first line") {
+    const BufferLines l = tx_lines(kBuf, 12 + 64);
+    CHECK(l.first == kBuf);
+    CHECK(l.end == kBuf + 128);
+  }
+  SECTION("a header across two lines: from the packet's first line") {
+    const BufferLines l = tx_lines(kBuf + 60, 12 + 64);
+    CHECK(l.first == kBuf + 64);
+    CHECK(l.end == kBuf + 192);
+  }
+  SECTION("a buffer holding the header alone is hinted whole") {
+    CHECK(tx_hints_from(12, 12) == 0);
+    const BufferLines l = tx_lines(kBuf + 116, 12);
+    CHECK(l.first == kBuf + 64);
+    CHECK(l.end == kBuf + 128);
+  }
+}

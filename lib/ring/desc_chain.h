@@ -85,16 +85,18 @@ inline const void* indirect_table(const GuestMemory& memory, uint64_t addr, uint
 constexpr uint32_t kBufferNotWritten = UINT32_MAX;
 
 // The lines prefetch_buffer_head touches for `len` (> 0) bytes at `start`: [first, end), of which
-// those from `first_written` on are fetched for writing.
+// those from `first_written` on are fetched for writing. None before the one holding byte
+// `hinted_from` (< len).
 struct BufferLines {
   uintptr_t first;
   uintptr_t first_written;
   uintptr_t end;
 };
-inline BufferLines buffer_lines(uintptr_t start, uint32_t len, uint32_t written_from) {
+inline BufferLines buffer_lines(uintptr_t start, uint32_t len, uint32_t written_from,
+                                uint32_t hinted_from = 0) {
   constexpr uintptr_t kMask = ~uintptr_t{kCacheLine - 1};
   BufferLines lines;
-  lines.first = start & kMask;
+  lines.first = (start + hinted_from) & kMask;
   lines.end = ((start + len - 1) & kMask) + kCacheLine;
   // The line holding the first byte written is the first line written.
   lines.first_written = written_from < len ? (start + written_from) & kMask : lines.end;
@@ -109,19 +111,31 @@ inline BufferLines buffer_lines(uintptr_t start, uint32_t len, uint32_t written_
 // unchanged, stays in the guest's cache too. Taken for writing, every packet cost the guest a
 // miss on the header from a CPU that shares no cache with ours (virtio_user's header fills the
 // end of its line: guest-rx 64 B far, docs/benchmarks.md "Guest-rx 64 B in the far placement").
-// For every ring format.
+// No line before the one holding byte `hinted_from` is touched. For every ring format.
 inline void prefetch_buffer_head(const GuestMemory& memory, uint64_t addr, uint32_t len,
-                                 uint32_t bytes, uint32_t written_from) {
+                                 uint32_t bytes, uint32_t written_from, uint32_t hinted_from = 0) {
   if (bytes < len) len = bytes;
   const uint8_t* p = len != 0 ? memory.translate(addr, len) : nullptr;
   if (p == nullptr) return;
-  const BufferLines lines = buffer_lines(reinterpret_cast<uintptr_t>(p), len, written_from);
+  if (hinted_from >= len) hinted_from = 0;
+  const BufferLines lines =
+      buffer_lines(reinterpret_cast<uintptr_t>(p), len, written_from, hinted_from);
   for (uintptr_t line = lines.first; line < lines.end; line += kCacheLine) {
     if (line >= lines.first_written)
       prefetch_line_for_write(reinterpret_cast<const void*>(line));
     else
       prefetch_line(reinterpret_cast<const void*>(line));
   }
+}
+
+// Where the hints for a guest TX buffer of `len` bytes start: at the packet, past the
+// `hdr_size`-byte header, unless the buffer holds the header alone. The header's line is left to
+// the hardware, which fetches it with the packet's (the line before). A hint on it made our
+// CPU's prefetcher take the lines before it as well: virtio_user's header sits at the end of its
+// mbuf's headroom, so those are the guest's own rte_mbuf, whose next stores then waited for them
+// to come back (far placement, PVP 64 B; docs/benchmarks.md, "The guest's side of PVP 64 B").
+inline uint32_t tx_hints_from(uint32_t len, uint32_t hdr_size) {
+  return len > hdr_size ? hdr_size : 0;
 }
 
 class DescChainReader {
@@ -162,14 +176,23 @@ class DescChainReader {
   // before it is read for real: guest-written lines then arrive together for a whole burst
   // instead of one miss per packet. Only a hint: anything odd is skipped.
   // Guest RX: the buffer the device writes next, from `written_from` on (prefetch_buffer_head).
-  void prefetch_first_buffer(uint16_t head, uint32_t bytes,
-                             uint32_t written_from = kBufferNotWritten) const {
+  // Guest RX: the first `bytes`, written from `written_from` on (prefetch_buffer_head).
+  void prefetch_first_rx_buffer(uint16_t head, uint32_t bytes, uint32_t written_from) const {
     if (head >= ring_size_) return;
     // One read of guest memory: a length the guest rewrote between two reads would not pass
     // the clip.
     const VringDesc d = load_desc(table_, head);
     if (!(d.flags & kVringDescFIndirect))
       prefetch_buffer_head(*memory_, d.addr, d.len, bytes, written_from);
+  }
+  // Guest TX: the packet's first `packet_bytes` past the `hdr_size`-byte header (tx_hints_from).
+  void prefetch_first_tx_buffer(uint16_t head, uint32_t hdr_size, uint32_t packet_bytes) const {
+    if (head >= ring_size_) return;
+    const VringDesc d = load_desc(table_, head);
+    if (!(d.flags & kVringDescFIndirect)) {
+      prefetch_buffer_head(*memory_, d.addr, d.len, hdr_size + packet_bytes, kBufferNotWritten,
+                           tx_hints_from(d.len, hdr_size));
+    }
   }
 
  private:

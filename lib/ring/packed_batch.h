@@ -78,14 +78,24 @@ class PackedBatch {
     return memory_->translate(d.addr, d.len);
   }
 
-  // Cache hints for the first `bytes` of chain i's first buffer (prefetch_buffer_head).
-  void prefetch_first_buffer(uint16_t i, uint32_t bytes,
-                             uint32_t written_from = kBufferNotWritten) const {
+  // Cache hints for chain i's first buffer. Guest RX: the first `bytes`, written from
+  // `written_from` on (prefetch_buffer_head).
+  void prefetch_first_rx_buffer(uint16_t i, uint32_t bytes, uint32_t written_from) const {
     const Chain& c = chains_[i];
     if (c.copied == 0) return;
     const VringPackedDesc& d = descs_[c.first];
     if (!(d.flags & kVringDescFIndirect))
       prefetch_buffer_head(*memory_, d.addr, d.len, bytes, written_from);
+  }
+  // Guest TX: the packet's first `packet_bytes` past the `hdr_size`-byte header (tx_hints_from).
+  void prefetch_first_tx_buffer(uint16_t i, uint32_t hdr_size, uint32_t packet_bytes) const {
+    const Chain& c = chains_[i];
+    if (c.copied == 0) return;
+    const VringPackedDesc& d = descs_[c.first];
+    if (!(d.flags & kVringDescFIndirect)) {
+      prefetch_buffer_head(*memory_, d.addr, d.len, hdr_size + packet_bytes, kBufferNotWritten,
+                           tx_hints_from(d.len, hdr_size));
+    }
   }
 
  private:

@@ -81,13 +81,13 @@ class PackedBurst {
 
   // The descriptors were just copied (the copy was the miss); the buffers they name follow.
   void prefetch_tx(uint16_t count, uint32_t packet_bytes) const {
-    const uint32_t bytes = vq_.features().net_hdr_size + packet_bytes;
-    for (uint16_t i = 0; i < count; ++i) batch_.prefetch_first_buffer(i, bytes);
+    const uint32_t hdr_size = vq_.features().net_hdr_size;
+    for (uint16_t i = 0; i < count; ++i) batch_.prefetch_first_tx_buffer(i, hdr_size, packet_bytes);
   }
   void prefetch_rx(uint16_t count, uint32_t packet_bytes) const {
     const uint32_t hdr_size = vq_.features().net_hdr_size;
     for (uint16_t i = 0; i < count; ++i)
-      batch_.prefetch_first_buffer(i, hdr_size + packet_bytes, hdr_size);
+      batch_.prefetch_first_rx_buffer(i, hdr_size + packet_bytes, hdr_size);
   }
 
  private:

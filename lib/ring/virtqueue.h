@@ -143,14 +143,14 @@ class VirtQueue {
   // the packet will be written into for writing (prefetch_buffer_head).
   void prefetch_tx_chains(uint16_t count, uint32_t packet_bytes) const {
     ring_.prefetch_descs(count);
-    const uint32_t bytes = features_.net_hdr_size + packet_bytes;
-    for (uint16_t i = 0; i < count; ++i) reader_.prefetch_first_buffer(ring_.avail_head(i), bytes);
+    for (uint16_t i = 0; i < count; ++i)
+      reader_.prefetch_first_tx_buffer(ring_.avail_head(i), features_.net_hdr_size, packet_bytes);
   }
   void prefetch_rx_chains(uint16_t count, uint32_t packet_bytes) const {
     ring_.prefetch_descs(count);
     const uint32_t bytes = features_.net_hdr_size + packet_bytes;
     for (uint16_t i = 0; i < count; ++i)
-      reader_.prefetch_first_buffer(ring_.avail_head(i), bytes, features_.net_hdr_size);
+      reader_.prefetch_first_rx_buffer(ring_.avail_head(i), bytes, features_.net_hdr_size);
   }
 
   // Ends a guest TX burst: makes the used entries visible and interrupts the guest if it asked

@@ -176,7 +176,6 @@ class DescChainReader {
   // before it is read for real: guest-written lines then arrive together for a whole burst
   // instead of one miss per packet. Only a hint: anything odd is skipped.
   // Guest RX: the buffer the device writes next, from `written_from` on (prefetch_buffer_head).
-  // Guest RX: the first `bytes`, written from `written_from` on (prefetch_buffer_head).
   void prefetch_first_rx_buffer(uint16_t head, uint32_t bytes, uint32_t written_from) const {
     if (head >= ring_size_) return;
     // One read of guest memory: a length the guest rewrote between two reads would not pass

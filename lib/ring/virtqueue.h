@@ -139,8 +139,9 @@ class VirtQueue {
 
   // Cache hints for the next `count` posted chains: descriptors first, then (once those are on
   // their way) the buffers they point to. The misses of a burst overlap instead of queueing.
-  // Guest TX: the header and the packet's first `packet_bytes`. Guest RX: the same lines, those
-  // the packet will be written into for writing (prefetch_buffer_head).
+  // Guest TX: the packet's first `packet_bytes`, not the header's line before it (tx_hints_from).
+  // Guest RX: the header and the packet's first `packet_bytes`, those the packet will be written
+  // into for writing (prefetch_buffer_head).
   void prefetch_tx_chains(uint16_t count, uint32_t packet_bytes) const {
     ring_.prefetch_descs(count);
     for (uint16_t i = 0; i < count; ++i)

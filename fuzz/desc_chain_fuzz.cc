@@ -59,8 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       VQS_FUZZ_CHECK(error == ChainError::kNone && iov.count() == 1 && iov[0].base == single &&
                      iov[0].len == single_len);
     }
-    reader.prefetch_first_buffer(head, 256);
-    reader.prefetch_first_buffer(head, 256, true);
+    reader.prefetch_first_tx_buffer(head, 12, 256);
+    reader.prefetch_first_rx_buffer(head, 256, 12);
   }
   return 0;
 }

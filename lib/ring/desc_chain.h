@@ -138,6 +138,14 @@ inline uint32_t tx_hints_from(uint32_t len, uint32_t hdr_size) {
   return len > hdr_size ? hdr_size : 0;
 }
 
+// Cache hints for a guest TX buffer: the packet's first `packet_bytes` past the `hdr_size`-byte
+// header (tx_hints_from). For every ring format.
+inline void prefetch_tx_buffer_head(const GuestMemory& memory, uint64_t addr, uint32_t len,
+                                    uint32_t hdr_size, uint32_t packet_bytes) {
+  prefetch_buffer_head(memory, addr, len, hdr_size + packet_bytes, kBufferNotWritten,
+                       tx_hints_from(len, hdr_size));
+}
+
 class DescChainReader {
  public:
   DescChainReader() = default;
@@ -188,10 +196,8 @@ class DescChainReader {
   void prefetch_first_tx_buffer(uint16_t head, uint32_t hdr_size, uint32_t packet_bytes) const {
     if (head >= ring_size_) return;
     const VringDesc d = load_desc(table_, head);
-    if (!(d.flags & kVringDescFIndirect)) {
-      prefetch_buffer_head(*memory_, d.addr, d.len, hdr_size + packet_bytes, kBufferNotWritten,
-                           tx_hints_from(d.len, hdr_size));
-    }
+    if (!(d.flags & kVringDescFIndirect))
+      prefetch_tx_buffer_head(*memory_, d.addr, d.len, hdr_size, packet_bytes);
   }
 
  private:

@@ -92,10 +92,8 @@ class PackedBatch {
     const Chain& c = chains_[i];
     if (c.copied == 0) return;
     const VringPackedDesc& d = descs_[c.first];
-    if (!(d.flags & kVringDescFIndirect)) {
-      prefetch_buffer_head(*memory_, d.addr, d.len, hdr_size + packet_bytes, kBufferNotWritten,
-                           tx_hints_from(d.len, hdr_size));
-    }
+    if (!(d.flags & kVringDescFIndirect))
+      prefetch_tx_buffer_head(*memory_, d.addr, d.len, hdr_size, packet_bytes);
   }
 
  private:

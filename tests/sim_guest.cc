@@ -193,6 +193,7 @@ uint16_t SimGuest::packed_chain(const std::vector<std::pair<uint64_t, uint32_t>>
   }
   unpublished_.emplace_back(head_slot, head_flags);
   id_slots_[id] = slots;
+  if (in_order()) made_available_.push_back(id);
   return id;
 }
 
@@ -203,12 +204,22 @@ std::vector<VringUsedElem> SimGuest::take_used_packed() {
     const bool avail = flags & kVringPackedDescFAvail, used = flags & kVringPackedDescFUsed;
     if (avail != used || used != used_pos_.wrap) break;
     const VringPackedDesc d = packed_desc_[used_pos_.slot];
-    auto it = id_slots_.find(d.id);
-    check(it != id_slots_.end(), "used id not in flight");
-    out.push_back(VringUsedElem{d.id, d.len});
-    used_pos_ = used_pos_.advanced(it->second, size_);
-    id_slots_.erase(it);
-    free_.push_back(d.id);
+    check(id_slots_.count(d.id) != 0, "used id not in flight");
+    // With IN_ORDER one entry may return every chain made available up to its id (virtio 1.1,
+    // 2.8.23): the driver skips forward by all their slots.
+    uint32_t slots = 0;
+    for (;;) {
+      const uint16_t id = in_order() ? made_available_.front() : d.id;
+      if (in_order()) made_available_.pop_front();
+      auto it = id_slots_.find(id);
+      check(it != id_slots_.end(), "used id not in flight");
+      slots += it->second;
+      id_slots_.erase(it);
+      free_.push_back(id);
+      out.push_back(VringUsedElem{id, id == d.id ? d.len : 0});
+      if (id == d.id) break;
+    }
+    used_pos_ = used_pos_.advanced(slots, size_);
   }
   return out;
 }

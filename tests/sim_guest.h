@@ -8,6 +8,7 @@
 #include "ring/vring.h"
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <vector>
@@ -130,6 +131,7 @@ class SimGuest {
   uint16_t packed_chain(const std::vector<std::pair<uint64_t, uint32_t>>& bufs, uint16_t flags,
                         bool indirect);
   std::vector<VringUsedElem> take_used_packed();
+  bool in_order() const { return (features_ >> kFInOrder) & 1; }
   void split_only(const char* what) const;
 
   SimMemory& memory_;
@@ -152,7 +154,8 @@ class SimGuest {
   PackedPos used_pos_;   // packed: where it reads the next used entry
   std::vector<std::pair<uint16_t, uint16_t>> unpublished_;  // packed: (slot, head flags)
   std::map<uint16_t, uint16_t> id_slots_;                   // packed: id -> slots its chain takes
-  std::map<uint16_t, std::vector<uint16_t>> chain_descs_;   // head -> table entries
+  std::deque<uint16_t> made_available_;  // packed with IN_ORDER: ids in flight, oldest first
+  std::map<uint16_t, std::vector<uint16_t>> chain_descs_;                   // head -> table entries
   std::map<uint16_t, std::vector<std::pair<uint64_t, uint32_t>>> rx_bufs_;  // head -> buffers
 };
 

@@ -558,6 +558,77 @@ TEST_CASE("packed: batches of one- and two-descriptor chains, round after round 
   }
 }
 
+TEST_CASE("packed: four one-slot chains are taken at once only when all four are fit to be") {
+  // PackedBatch::copy_four_singles checks four slots' flags together; whatever it refuses, the
+  // chain-by-chain path must still find exactly the chains the driver made available.
+  Fixture f(16);
+  const uint64_t buf = f.memory.alloc(4096);
+  std::vector<uint16_t> ids;
+  for (uint16_t c = 0; c < 4; ++c) ids.push_back(f.driver.post({{buf + 64 * c, 64, false}}));
+
+  SECTION("all four, then their descriptors changed after the copy") {
+    f.batch.begin(f.ring);
+    REQUIRE(f.batch.fill(8) == 4);
+    for (uint16_t c = 0; c < 4; ++c) f.driver.desc(c).len = 1 << 30;  // too late
+    for (uint16_t c = 0; c < 4; ++c) {
+      CHECK(f.batch.id(c) == ids[c]);
+      CHECK(f.batch.chain_slots(c) == 1);
+      uint32_t len = 0;
+      CHECK(f.batch.single_buffer(c, ChainAccess::kDeviceReads, &len) ==
+            f.memory.host(buf + 64 * c, 64));
+      CHECK(len == 64);
+    }
+    CHECK(f.batch.slots(4) == 4);
+  }
+  SECTION("the fourth lies about the wrap counter: three are taken") {
+    f.driver.desc(3).flags |= kAvailUsedMask;
+    f.batch.begin(f.ring);
+    CHECK(f.batch.fill(8) == 3);
+    CHECK(f.batch.slots(3) == 3);
+  }
+  SECTION("the first not yet made available: none are taken") {
+    f.driver.desc(0).flags ^= kVringPackedDescFAvail | kVringPackedDescFUsed;
+    f.batch.begin(f.ring);
+    CHECK(f.batch.fill(8) == 0);
+  }
+  SECTION("the third chained on to a fourth that is not available: two, then a broken chain") {
+    f.driver.desc(2).flags |= kVringDescFNext;
+    f.driver.desc(3).flags &= static_cast<uint16_t>(~kAvailUsedMask);  // the previous lap's
+    f.batch.begin(f.ring);
+    REQUIRE(f.batch.fill(8) == 3);
+    CHECK(f.batch.slots(3) == 3);
+    f.iov.clear();
+    CHECK(f.batch.read(2, ChainAccess::kDeviceReads, f.iov) == ChainError::kNotAvailable);
+    CHECK(f.batch.chain(2).slots_end == 3);
+  }
+  SECTION("the second chained on to the third: three chains, the middle one of two slots") {
+    f.driver.desc(1).flags |= kVringDescFNext;
+    f.batch.begin(f.ring);
+    REQUIRE(f.batch.fill(8) == 3);
+    CHECK(f.batch.chain_slots(1) == 2);
+    CHECK(f.batch.id(2) == ids[3]);
+    CHECK(f.batch.slots(3) == 4);
+    f.iov.clear();
+    CHECK(f.batch.read(1, ChainAccess::kDeviceReads, f.iov) == ChainError::kNone);
+    CHECK(f.iov.total_len() == 128);
+  }
+  SECTION("an indirect table among them is one slot, read as a table") {
+    f.batch.begin(f.ring);
+    REQUIRE(f.batch.fill(4) == 4);
+    f.ring.consume(f.batch.slots(4));
+    const uint16_t table_id = f.driver.post_indirect({{buf, 12, false}, {buf + 12, 100, false}});
+    for (uint16_t c = 0; c < 3; ++c) f.driver.post({{buf + 64 * c, 64, false}});
+    f.batch.begin(f.ring);
+    REQUIRE(f.batch.fill(4) == 4);
+    CHECK(f.batch.id(0) == table_id);
+    uint32_t len = 0;
+    CHECK(f.batch.single_buffer(0, ChainAccess::kDeviceReads, &len) == nullptr);
+    f.iov.clear();
+    CHECK(f.batch.read(0, ChainAccess::kDeviceReads, f.iov) == ChainError::kNone);
+    CHECK(f.iov.total_len() == 112);
+  }
+}
+
 TEST_CASE("packed: the driver changing a descriptor after the copy changes nothing read") {
   Fixture f(8);
   const uint64_t buf = f.memory.alloc(4096);

@@ -4,7 +4,7 @@
 namespace vqs {
 
 uint16_t PackedBatch::fill(uint16_t want) {
-  if (chain_count_ >= want || !copy_chain()) return chain_count_;
+  if (chain_count_ >= want || !(copy_four_singles(want) || copy_chain())) return chain_count_;
   // The descriptors the further copies will read, asked for at once: their lines (the guest
   // wrote them last) then arrive together instead of one miss after another. Only once a chain
   // was there: on a ring with nothing available, which is most polls, the lines ahead are the
@@ -19,9 +19,49 @@ uint16_t PackedBatch::fill(uint16_t want) {
     for (uint32_t off = 0; off < ahead * sizeof(VringPackedDesc); off += kCacheLine)
       prefetch_line(from + off);
   }
-  while (chain_count_ < want && copy_chain()) {
+  while (chain_count_ < want && (copy_four_singles(want) || copy_chain())) {
   }
   return chain_count_;
+}
+
+bool PackedBatch::copy_four_singles(uint16_t want) {
+  constexpr uint16_t kFour = 4;
+  const uint32_t size = ring_->size();
+  if (singles_ != chain_count_ || want < chain_count_ + kFour || full_ ||
+      chain_count_ + kFour > kMaxChains || desc_count_ + kFour > kMaxDescs ||
+      slots_ + kFour > size || uint32_t{pos_.slot} + kFour > size) {
+    return false;
+  }
+  const VringPackedDesc* at = ring_->descs() + pos_.slot;
+  // Available in this lap (AVAIL equal to the wrap counter, USED not) and not chained on.
+  const uint16_t mask = kAvailUsed | kVringDescFNext;
+  const uint16_t expect = pos_.wrap ? kVringPackedDescFAvail : kVringPackedDescFUsed;
+  uint16_t flags[kFour];
+  bool all = true;
+#pragma GCC unroll 4
+  for (uint16_t k = 0; k < kFour; ++k) {
+    flags[k] = __atomic_load_n(&at[k].flags, __ATOMIC_RELAXED);
+    all &= (flags[k] & mask) == expect;
+  }
+  if (!all) return false;
+  // The descriptors after the flags that made them available (what the driver wrote first).
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  VringPackedDesc* to = descs_ + desc_count_;
+#pragma GCC unroll 4
+  for (uint16_t k = 0; k < kFour; ++k) {
+    to[k] = load_desc(at, k);
+    to[k].flags = flags[k];  // what was checked is what is used
+  }
+  chain_count_ = static_cast<uint16_t>(chain_count_ + kFour);
+  singles_ = chain_count_;
+  desc_count_ += kFour;
+  slots_ += kFour;
+  pos_.slot = static_cast<uint16_t>(pos_.slot + kFour);
+  if (pos_.slot == size) {
+    pos_.slot = 0;
+    pos_.wrap = !pos_.wrap;
+  }
+  return true;
 }
 
 bool PackedBatch::copy_chain() {
@@ -37,13 +77,20 @@ bool PackedBatch::copy_chain() {
     VringPackedDesc& d = descs_[desc_count_];
     d = load_desc(ring, pos_.slot);
     d.flags = head_flags;
-    Chain& c = chains_[chain_count_++];
-    c.first = static_cast<uint16_t>(desc_count_++);
-    c.copied = 1;
-    c.descs = 1;
-    c.id = d.id;
-    c.error = ChainError::kNone;
-    c.slots_end = ++slots_;
+    if (singles_ == chain_count_) {
+      ++singles_;  // chain i is descs_[i]
+    } else {
+      Chain& c = chains_[chain_count_];
+      c.first = static_cast<uint16_t>(desc_count_);
+      c.copied = 1;
+      c.descs = 1;
+      c.id = d.id;
+      c.error = ChainError::kNone;
+      c.slots_end = slots_ + 1;
+    }
+    ++chain_count_;
+    ++desc_count_;
+    ++slots_;
     if (++pos_.slot == size) {
       pos_.slot = 0;
       pos_.wrap = !pos_.wrap;
@@ -113,7 +160,7 @@ bool PackedBatch::copy_chain() {
 
 ChainError PackedBatch::read(uint16_t i, ChainAccess access, IoVecList& out,
                              uint32_t* visited) const {
-  const Chain& c = chains_[i];
+  const Chain c = chain(i);
   if (c.error != ChainError::kNone) {
     if (visited != nullptr) *visited += c.copied;
     return c.error;

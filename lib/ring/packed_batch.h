@@ -48,6 +48,7 @@ class PackedBatch {
     ring_ = &ring;
     pos_ = ring.next_avail();
     chain_count_ = 0;
+    singles_ = 0;
     desc_count_ = 0;
     slots_ = 0;
     full_ = false;
@@ -56,9 +57,15 @@ class PackedBatch {
   // Returns the chains held.
   uint16_t fill(uint16_t want);
   uint16_t count() const { return chain_count_; }
-  const Chain& chain(uint16_t i) const { return chains_[i]; }
+  Chain chain(uint16_t i) const {
+    if (i >= singles_) return chains_[i];
+    return Chain{uint32_t{i} + 1u, i, 1, 1, descs_[i].id, ChainError::kNone};
+  }
+  // Chain i's buffer id, and the ring slots it takes.
+  uint16_t id(uint16_t i) const { return i < singles_ ? descs_[i].id : chains_[i].id; }
+  uint16_t chain_slots(uint16_t i) const { return i < singles_ ? 1 : chains_[i].descs; }
   // Ring slots the first `n` chains take: what consuming them moves the ring on by.
-  uint32_t slots(uint16_t n) const { return n == 0 ? 0 : chains_[n - 1].slots_end; }
+  uint32_t slots(uint16_t n) const { return n <= singles_ ? n : chains_[n - 1].slots_end; }
 
   // Chain i's buffers appended to `out`, with DescChainReader::read's contract (a partial chain
   // on error; `visited` adds the descriptors read, indirect entries included).
@@ -69,9 +76,9 @@ class PackedBatch {
   // and inside one guest region; nullptr otherwise (then read() decides). As
   // DescChainReader::single_buffer.
   uint8_t* single_buffer(uint16_t i, ChainAccess access, uint32_t* len) const {
-    const Chain& c = chains_[i];
-    if (c.copied != 1 || c.error != ChainError::kNone) return nullptr;
-    const VringPackedDesc& d = descs_[c.first];
+    if (i >= singles_ && (chains_[i].copied != 1 || chains_[i].error != ChainError::kNone))
+      return nullptr;
+    const VringPackedDesc& d = descs_[i < singles_ ? i : chains_[i].first];
     const uint16_t want = access == ChainAccess::kDeviceWrites ? kVringDescFWrite : 0;
     if ((d.flags & ~kAvailUsed) != want || d.len == 0) return nullptr;
     *len = d.len;
@@ -81,24 +88,29 @@ class PackedBatch {
   // Cache hints for chain i's first buffer. Guest RX: the first `bytes`, written from
   // `written_from` on (prefetch_buffer_head).
   void prefetch_first_rx_buffer(uint16_t i, uint32_t bytes, uint32_t written_from) const {
-    const Chain& c = chains_[i];
-    if (c.copied == 0) return;
-    const VringPackedDesc& d = descs_[c.first];
-    if (!(d.flags & kVringDescFIndirect))
-      prefetch_buffer_head(*memory_, d.addr, d.len, bytes, written_from);
+    const VringPackedDesc* d = first_desc(i);
+    if (d != nullptr && !(d->flags & kVringDescFIndirect))
+      prefetch_buffer_head(*memory_, d->addr, d->len, bytes, written_from);
   }
   // Guest TX: the packet's first `packet_bytes` past the `hdr_size`-byte header (tx_hints_from).
   void prefetch_first_tx_buffer(uint16_t i, uint32_t hdr_size, uint32_t packet_bytes) const {
-    const Chain& c = chains_[i];
-    if (c.copied == 0) return;
-    const VringPackedDesc& d = descs_[c.first];
-    if (!(d.flags & kVringDescFIndirect))
-      prefetch_tx_buffer_head(*memory_, d.addr, d.len, hdr_size, packet_bytes);
+    const VringPackedDesc* d = first_desc(i);
+    if (d != nullptr && !(d->flags & kVringDescFIndirect))
+      prefetch_tx_buffer_head(*memory_, d->addr, d->len, hdr_size, packet_bytes);
   }
 
  private:
   static constexpr uint16_t kAvailUsed = kVringPackedDescFAvail | kVringPackedDescFUsed;
 
+  // Chain i's first copied descriptor, nullptr when none was copied.
+  const VringPackedDesc* first_desc(uint16_t i) const {
+    if (i < singles_) return &descs_[i];
+    return chains_[i].copied == 0 ? nullptr : &descs_[chains_[i].first];
+  }
+  // Copies four one-slot chains at pos_ at once: their flags checked together, their
+  // descriptors copied as one line. False (nothing taken) unless all four are there, in this
+  // lap, and the batch holds nothing but one-slot chains so far.
+  bool copy_four_singles(uint16_t want);
   // Copies the chain at pos_; false (nothing taken) when there is none or it does not fit.
   bool copy_chain();
   ChainError read_indirect(const VringPackedDesc& d, ChainAccess access, IoVecList& out,
@@ -110,6 +122,10 @@ class PackedBatch {
   bool full_ = false;  // a chain did not fit: no more this burst
   PackedPos pos_;      // where the next chain starts
   uint16_t chain_count_ = 0;
+  // Chains 0 to singles_ - 1 take one slot each (one buffer, or an indirect table) and chain i
+  // is descs_[i] alone: no Chain entry is written for them. Most bursts hold nothing else. Once
+  // a longer chain is copied, chains_[i] holds every further one.
+  uint16_t singles_ = 0;
   uint32_t desc_count_ = 0;
   uint32_t slots_ = 0;
   Chain chains_[kMaxChains];

@@ -72,11 +72,10 @@ class PackedBurst {
     return batch_.read(h, access, out, visited);
   }
   void put_used(uint16_t h, uint32_t len) {
-    const PackedBatch::Chain& c = batch_.chain(h);
-    ring_.put_used(c.id, len, c.descs);
+    ring_.put_used(batch_.id(h), len, batch_.chain_slots(h));
   }
-  uint16_t id(uint16_t h) const { return batch_.chain(h).id; }
-  uint16_t ring_slots(uint16_t h) const { return batch_.chain(h).descs; }
+  uint16_t id(uint16_t h) const { return batch_.id(h); }
+  uint16_t ring_slots(uint16_t h) const { return batch_.chain_slots(h); }
   void consume(uint16_t count) { ring_.consume(batch_.slots(count)); }
 
   // The descriptors were just copied (the copy was the miss); the buffers they name follow.

@@ -103,19 +103,29 @@ void PackedRing::flush_shadow() {
   // Each entry goes to the next used position, which then moves on by the chain's slots. The
   // driver reads used entries in order, from the first: its flags go last, after a release
   // fence, so that the whole batch becomes visible at once.
-  VringPackedDesc* first = &addrs_.desc[used_.slot];
-  const uint16_t first_flags = used_.wrap ? (kVringPackedDescFAvail | kVringPackedDescFUsed) : 0;
+  // In locals: the writes to the ring may alias the members, which would be read again.
+  VringPackedDesc* const ring = addrs_.desc;
+  const uint32_t size = addrs_.size;
+  const uint16_t count = shadow_count_;
   const PackedPos start = used_;
-  for (uint16_t i = 0; i < shadow_count_; ++i) {
-    const Shadow& e = shadow_[i];
-    VringPackedDesc* d = &addrs_.desc[used_.slot];
-    const uint16_t flags = used_.wrap ? (kVringPackedDescFAvail | kVringPackedDescFUsed) : 0;
+  uint32_t slot = start.slot;
+  uint16_t flags = start.wrap ? (kVringPackedDescFAvail | kVringPackedDescFUsed) : 0;
+  for (uint16_t i = 0; i < count; ++i) {
+    const Shadow e = shadow_[i];
+    VringPackedDesc* d = &ring[slot];
     d->id = e.id;
     d->len = e.len;
     if (i > 0) d->flags = flags;
-    used_ = used_.advanced(e.descs, addrs_.size);
+    slot += e.descs;
+    while (slot >= size) {  // a lap's worth at most, but for the in-order entry above
+      slot -= size;
+      flags ^= kVringPackedDescFAvail | kVringPackedDescFUsed;
+    }
   }
-  __atomic_store_n(&first->flags, first_flags, __ATOMIC_RELEASE);
+  used_ = PackedPos{static_cast<uint16_t>(slot), (flags & kVringPackedDescFUsed) != 0};
+  __atomic_store_n(&ring[start.slot].flags,
+                   start.wrap ? (kVringPackedDescFAvail | kVringPackedDescFUsed) : 0,
+                   __ATOMIC_RELEASE);
   if (log_ != nullptr) {
     // After the writes: a page marked before its last write could be copied (and its mark
     // cleared) in between, and the copy would lack it.

@@ -271,6 +271,48 @@ TEST_CASE("packed: in order, a burst's sent chains go back in two used entries")
   }
 }
 
+TEST_CASE("packed: sent one-slot chains given back as a run, across laps, after staged ones") {
+  // PackedRing::put_used_sent: written in place at once, or in order as two entries; a chain
+  // staged with put_used() before the run goes back first. Every chain comes back once, with
+  // its id, and the slot behind the used position is marked used.
+  const bool in_order = GENERATE(false, true);
+  INFO("in_order " << in_order);
+  const uint16_t size = 16;
+  Fixture f(size, false, true, in_order);
+  const uint64_t buf = f.memory.alloc(4096);
+  for (int round = 0; round < 50; ++round) {
+    INFO("round " << round);
+    const bool staged_first = round % 3 == 1;
+    const uint16_t run = static_cast<uint16_t>(1 + round % 7);
+    std::vector<uint16_t> ids;
+    for (uint16_t c = 0; c < run + (staged_first ? 1 : 0); ++c)
+      ids.push_back(f.driver.post({{buf + 64 * c, 64, false}}));
+    f.batch.begin(f.ring);
+    REQUIRE(f.batch.fill(32) == ids.size());
+    REQUIRE(f.batch.singles() == ids.size());
+    uint16_t from = 0;
+    if (staged_first) {
+      f.ring.put_used(f.batch.id(0), 0, 1);
+      from = 1;
+    }
+    const uint16_t token = f.ring.used_token();
+    f.ring.put_used_sent(f.batch.singles_descs() + from, run);
+    CHECK(f.ring.used_token() == static_cast<uint16_t>(token + run));
+    f.ring.consume(f.batch.slots(static_cast<uint16_t>(ids.size())));
+    f.ring.publish_used();
+    const auto used = f.driver.take_used();
+    REQUIRE(used.size() == ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      CHECK(used[i].id == ids[i]);
+      CHECK(used[i].len == 0u);
+    }
+    bool recovered = true;
+    CHECK(PackedRing::resume_position(f.driver.addrs().desc, size, f.ring.next_used(),
+                                      &recovered) == f.ring.next_used());
+    CHECK_FALSE(recovered);
+  }
+}
+
 TEST_CASE("packed: an indirect chain takes one slot and reads its whole table") {
   Fixture f(16);
   const uint64_t buf = f.memory.alloc(4096);

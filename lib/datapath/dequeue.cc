@@ -250,7 +250,7 @@ BurstResult dequeue_burst_on(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts,
     bool dropped = false;
     uint32_t pkt_len = single_len - hdr_size;
     if (copy_single_buffer(single, single_len, hdr_size, lend_min_len, m, stats, &dropped)) {
-      burst.put_used(head, 0);
+      burst.put_sent(head);
       ++consumed;
       if (dropped) continue;
       if (zero_copy != nullptr) ++stats.zero_copy_copied;

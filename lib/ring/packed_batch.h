@@ -64,6 +64,9 @@ class PackedBatch {
   // Chain i's buffer id, and the ring slots it takes.
   uint16_t id(uint16_t i) const { return i < singles_ ? descs_[i].id : chains_[i].id; }
   uint16_t chain_slots(uint16_t i) const { return i < singles_ ? 1 : chains_[i].descs; }
+  // Chains 0 to singles() - 1 take one slot each; chain i's descriptor is singles_descs()[i].
+  uint16_t singles() const { return singles_; }
+  const VringPackedDesc* singles_descs() const { return descs_; }
   // Ring slots the first `n` chains take: what consuming them moves the ring on by.
   uint32_t slots(uint16_t n) const { return n <= singles_ ? n : chains_[n - 1].slots_end; }
 

@@ -90,6 +90,50 @@ bool PackedRing::attach(const PackedRingAddrs& addrs, uint16_t avail_base, uint1
   return true;
 }
 
+void PackedRing::put_used_sent(const VringPackedDesc* descs, uint16_t count) {
+  used_token_ = static_cast<uint16_t>(used_token_ + count);
+  if (count == 0) return;
+  if (in_order_) {
+    // As two entries: the last but one returns every chain before it (virtio 1.1, 2.8.23), the
+    // last its own; flush_shadow() may join the first with those staged before.
+    if (shadow_count_ + 2 > kShadowSize) flush_shadow();
+    if (count > 1) shadow_[shadow_count_++] = Shadow{descs[count - 2].id, 0, count - 1u};
+    shadow_[shadow_count_++] = Shadow{descs[count - 1].id, 0, 1};
+    return;
+  }
+  if (shadow_count_ != 0) flush_shadow();  // those staged before go first
+  // Written in place at once, the first one's flags last (as flush_shadow()), in locals.
+  VringPackedDesc* const ring = addrs_.desc;
+  const uint32_t size = addrs_.size;
+  const PackedPos start = used_;
+  uint32_t slot = start.slot;
+  uint16_t flags = start.wrap ? (kVringPackedDescFAvail | kVringPackedDescFUsed) : 0;
+  for (uint16_t k = 0; k < count; ++k) {
+    VringPackedDesc* d = &ring[slot];
+    d->id = descs[k].id;
+    d->len = 0;
+    if (k > 0) d->flags = flags;
+    if (++slot == size) {
+      slot = 0;
+      flags ^= kVringPackedDescFAvail | kVringPackedDescFUsed;
+    }
+  }
+  used_ = PackedPos{static_cast<uint16_t>(slot), (flags & kVringPackedDescFUsed) != 0};
+  __atomic_store_n(&ring[start.slot].flags,
+                   start.wrap ? (kVringPackedDescFAvail | kVringPackedDescFUsed) : 0,
+                   __ATOMIC_RELEASE);
+  if (log_ != nullptr) log_sent(start, count);
+  if (kicks_enabled_ && event_idx_) write_kick_offset();
+}
+
+void PackedRing::log_sent(PackedPos start, uint16_t count) const {
+  // After the writes, as in flush_shadow(); the slots are consecutive, in at most two pieces.
+  const uint32_t to_end = addrs_.size - start.slot;
+  const uint32_t first = count < to_end ? count : to_end;
+  log_write(&addrs_.desc[start.slot], sizeof(VringPackedDesc) * first);
+  if (count > first) log_write(&addrs_.desc[0], sizeof(VringPackedDesc) * (count - first));
+}
+
 void PackedRing::flush_shadow() {
   if (shadow_count_ == 0) return;
   if (in_order_ && shadow_lengths_ == 0 && shadow_count_ > 2) {

@@ -124,6 +124,8 @@ class PackedRing {
     shadow_lengths_ |= len;
     ++used_token_;
   }
+  // put_used(descs[k].id, 0, 1) for each of `count` one-slot chains: what a guest sent.
+  void put_used_sent(const VringPackedDesc* descs, uint16_t count);
   // Moves with every put_used(): a burst compares it to tell whether it used anything.
   uint16_t used_token() const { return used_token_; }
   // Makes the staged used entries visible: each written in place, the first one's flags last.
@@ -151,6 +153,7 @@ class PackedRing {
   static constexpr uint16_t kShadowSize = 64;
 
   void flush_shadow();
+  void log_sent(PackedPos start, uint16_t count) const;
   void write_kick_offset() {
     __atomic_store_n(&addrs_.device_event->off_wrap, avail_.base(), __ATOMIC_RELAXED);
     if (log_ != nullptr) log_write(addrs_.device_event, sizeof(VringPackedEvent));

@@ -32,6 +32,7 @@ class SplitBurst {
     return reader_.read(h, access, out, visited);
   }
   void put_used(uint16_t h, uint32_t len) { ring_.put_used(h, len); }
+  void put_sent(uint16_t h) { ring_.put_used(h, 0); }
   // What a zero-copy tracker keeps to return the chain later.
   uint16_t id(uint16_t h) const { return h; }
   uint16_t ring_slots(uint16_t /*h*/) const { return 1; }
@@ -72,11 +73,32 @@ class PackedBurst {
     return batch_.read(h, access, out, visited);
   }
   void put_used(uint16_t h, uint32_t len) {
+    if (run_end_ != run_begin_) [[unlikely]]
+      put_run();  // what was sent before goes back before it
     ring_.put_used(batch_.id(h), len, batch_.chain_slots(h));
+  }
+  // put_used(h, 0) for a chain the guest sent. One-slot chains given back one after another (a
+  // guest TX burst) collect as a run of handles, written in one go from the batch's copies when
+  // anything else is given back or the burst consumes.
+  void put_sent(uint16_t h) {
+    if (h < batch_.singles()) {
+      if (h == run_end_ && run_end_ != run_begin_) {
+        ++run_end_;
+        return;
+      }
+      put_run();
+      run_begin_ = h;
+      run_end_ = static_cast<uint16_t>(h + 1);
+      return;
+    }
+    put_used(h, 0);
   }
   uint16_t id(uint16_t h) const { return batch_.id(h); }
   uint16_t ring_slots(uint16_t h) const { return batch_.chain_slots(h); }
-  void consume(uint16_t count) { ring_.consume(batch_.slots(count)); }
+  void consume(uint16_t count) {
+    put_run();
+    ring_.consume(batch_.slots(count));
+  }
 
   // The descriptors were just copied (the copy was the miss); the buffers they name follow.
   void prefetch_tx(uint16_t count, uint32_t packet_bytes) const {
@@ -90,9 +112,18 @@ class PackedBurst {
   }
 
  private:
+  void put_run() {
+    if (run_end_ == run_begin_) return;
+    ring_.put_used_sent(batch_.singles_descs() + run_begin_,
+                        static_cast<uint16_t>(run_end_ - run_begin_));
+    run_begin_ = run_end_;
+  }
+
   VirtQueue& vq_;
   PackedRing& ring_;
   PackedBatch& batch_;
+  uint16_t run_begin_ = 0;  // [run_begin_, run_end_): handles given back, not yet to the ring
+  uint16_t run_end_ = 0;
 };
 
 }  // namespace vqs

@@ -112,11 +112,11 @@ inline BufferLines buffer_lines(uintptr_t start, uint32_t len, uint32_t written_
 // miss on the header from a CPU that shares no cache with ours (virtio_user's header fills the
 // end of its line: guest-rx 64 B far, docs/benchmarks.md "Guest-rx 64 B in the far placement").
 // No line before the one holding byte `hinted_from` is touched. For every ring format.
-inline void prefetch_buffer_head(const GuestMemory& memory, uint64_t addr, uint32_t len,
-                                 uint32_t bytes, uint32_t written_from, uint32_t hinted_from = 0) {
+// prefetch_host_lines() takes the buffer already translated, at `p`.
+inline void prefetch_host_lines(const uint8_t* p, uint32_t len, uint32_t bytes,
+                                uint32_t written_from, uint32_t hinted_from = 0) {
   if (bytes < len) len = bytes;
-  const uint8_t* p = len != 0 ? memory.translate(addr, len) : nullptr;
-  if (p == nullptr) return;
+  if (p == nullptr || len == 0) return;
   if (hinted_from >= len) hinted_from = 0;
   const BufferLines lines =
       buffer_lines(reinterpret_cast<uintptr_t>(p), len, written_from, hinted_from);
@@ -126,6 +126,12 @@ inline void prefetch_buffer_head(const GuestMemory& memory, uint64_t addr, uint3
     else
       prefetch_line(reinterpret_cast<const void*>(line));
   }
+}
+inline void prefetch_buffer_head(const GuestMemory& memory, uint64_t addr, uint32_t len,
+                                 uint32_t bytes, uint32_t written_from, uint32_t hinted_from = 0) {
+  if (bytes < len) len = bytes;
+  const uint8_t* p = len != 0 ? memory.translate(addr, len) : nullptr;
+  prefetch_host_lines(p, len, len, written_from, hinted_from);
 }
 
 // Where the hints for a guest TX buffer of `len` bytes start: at the packet, past the

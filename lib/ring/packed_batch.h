@@ -49,6 +49,7 @@ class PackedBatch {
     pos_ = ring.next_avail();
     chain_count_ = 0;
     singles_ = 0;
+    translated_ = 0;
     desc_count_ = 0;
     slots_ = 0;
     full_ = false;
@@ -85,7 +86,7 @@ class PackedBatch {
     const uint16_t want = access == ChainAccess::kDeviceWrites ? kVringDescFWrite : 0;
     if ((d.flags & ~kAvailUsed) != want || d.len == 0) return nullptr;
     *len = d.len;
-    return memory_->translate(d.addr, d.len);
+    return i < translated_ ? host_[i] : memory_->translate(d.addr, d.len);
   }
 
   // Cache hints for chain i's first buffer. Guest RX: the first `bytes`, written from
@@ -95,11 +96,25 @@ class PackedBatch {
     if (d != nullptr && !(d->flags & kVringDescFIndirect))
       prefetch_buffer_head(*memory_, d->addr, d->len, bytes, written_from);
   }
-  // Guest TX: the packet's first `packet_bytes` past the `hdr_size`-byte header (tx_hints_from).
-  void prefetch_first_tx_buffer(uint16_t i, uint32_t hdr_size, uint32_t packet_bytes) const {
-    const VringPackedDesc* d = first_desc(i);
-    if (d != nullptr && !(d->flags & kVringDescFIndirect))
-      prefetch_tx_buffer_head(*memory_, d->addr, d->len, hdr_size, packet_bytes);
+  // Guest TX, for the first `count` chains: the packet's first `packet_bytes` past the
+  // `hdr_size`-byte header (tx_hints_from). Each first buffer is translated whole on the way, for
+  // single_buffer() to take instead of translating it again.
+  void prefetch_tx_buffers(uint16_t count, uint32_t hdr_size, uint32_t packet_bytes) {
+    for (uint16_t i = 0; i < count; ++i) {
+      const VringPackedDesc* d = first_desc(i);
+      uint8_t* host = nullptr;
+      if (d != nullptr && !(d->flags & kVringDescFIndirect)) {
+        host = memory_->translate(d->addr, d->len);
+        if (host != nullptr) {
+          prefetch_host_lines(host, d->len, hdr_size + packet_bytes, kBufferNotWritten,
+                              tx_hints_from(d->len, hdr_size));
+        } else {  // across regions: the head may still lie in one
+          prefetch_tx_buffer_head(*memory_, d->addr, d->len, hdr_size, packet_bytes);
+        }
+      }
+      host_[i] = host;
+    }
+    if (count > translated_) translated_ = count;
   }
 
  private:
@@ -129,6 +144,10 @@ class PackedBatch {
   // is descs_[i] alone: no Chain entry is written for them. Most bursts hold nothing else. Once
   // a longer chain is copied, chains_[i] holds every further one.
   uint16_t singles_ = 0;
+  // host_[i] for chains below translated_: chain i's first buffer translated whole (nullptr when
+  // it is not one direct descriptor inside one region).
+  uint16_t translated_ = 0;
+  uint8_t* host_[kMaxChains];
   uint32_t desc_count_ = 0;
   uint32_t slots_ = 0;
   Chain chains_[kMaxChains];

@@ -102,8 +102,7 @@ class PackedBurst {
 
   // The descriptors were just copied (the copy was the miss); the buffers they name follow.
   void prefetch_tx(uint16_t count, uint32_t packet_bytes) const {
-    const uint32_t hdr_size = vq_.features().net_hdr_size;
-    for (uint16_t i = 0; i < count; ++i) batch_.prefetch_first_tx_buffer(i, hdr_size, packet_bytes);
+    batch_.prefetch_tx_buffers(count, vq_.features().net_hdr_size, packet_bytes);
   }
   void prefetch_rx(uint16_t count, uint32_t packet_bytes) const {
     const uint32_t hdr_size = vq_.features().net_hdr_size;

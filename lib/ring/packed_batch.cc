@@ -24,12 +24,15 @@ uint16_t PackedBatch::fill(uint16_t want) {
   return chain_count_;
 }
 
+static_assert(PackedBatch::kMaxChains <= PackedBatch::kMaxDescs);
+
 bool PackedBatch::copy_four_singles(uint16_t want) {
   constexpr uint16_t kFour = 4;
   const uint32_t size = ring_->size();
+  // (With only one-slot chains held, the copies number the chains: kMaxDescs is not reached.)
   if (singles_ != chain_count_ || want < chain_count_ + kFour || full_ ||
-      chain_count_ + kFour > kMaxChains || desc_count_ + kFour > kMaxDescs ||
-      slots_ + kFour > size || uint32_t{pos_.slot} + kFour > size) {
+      chain_count_ + kFour > kMaxChains || slots_ + kFour > size ||
+      uint32_t{pos_.slot} + kFour > size) {
     return false;
   }
   const VringPackedDesc* at = ring_->descs() + pos_.slot;

@@ -102,36 +102,46 @@ void PackedRing::put_used_sent(const VringPackedDesc* descs, uint16_t count) {
     return;
   }
   if (shadow_count_ != 0) flush_shadow();  // those staged before go first
-  // Written in place at once, the first one's flags last (as flush_shadow()), in locals.
+  // Straight from the batch's copies, without staging them.
+  write_used(count, [descs](uint16_t k) { return Shadow{descs[k].id, 0, 1}; });
+}
+
+template <typename EntryAt>
+void PackedRing::write_used(uint16_t count, EntryAt entry_at) {
+  // Each entry goes to the next used position, which then moves on by the chain's slots. The
+  // driver reads used entries in order, from the first: its flags go last, after a release
+  // fence, so that the whole batch becomes visible at once. In locals: the writes to the ring
+  // may alias the members, which would be read again.
   VringPackedDesc* const ring = addrs_.desc;
   const uint32_t size = addrs_.size;
   const PackedPos start = used_;
   uint32_t slot = start.slot;
-  uint16_t flags = start.wrap ? (kVringPackedDescFAvail | kVringPackedDescFUsed) : 0;
-  for (uint16_t k = 0; k < count; ++k) {
+  uint16_t flags = used_flags(start.wrap);
+  for (uint16_t i = 0; i < count; ++i) {
+    const Shadow e = entry_at(i);
     VringPackedDesc* d = &ring[slot];
-    d->id = descs[k].id;
-    d->len = 0;
-    if (k > 0) d->flags = flags;
-    if (++slot == size) {
-      slot = 0;
+    d->id = e.id;
+    d->len = e.len;
+    if (i > 0) d->flags = flags;
+    slot += e.descs;
+    while (slot >= size) {  // an in-order entry of many chains may pass the end
+      slot -= size;
       flags ^= kVringPackedDescFAvail | kVringPackedDescFUsed;
     }
   }
   used_ = PackedPos{static_cast<uint16_t>(slot), (flags & kVringPackedDescFUsed) != 0};
-  __atomic_store_n(&ring[start.slot].flags,
-                   start.wrap ? (kVringPackedDescFAvail | kVringPackedDescFUsed) : 0,
-                   __ATOMIC_RELEASE);
-  if (log_ != nullptr) log_sent(start, count);
+  __atomic_store_n(&ring[start.slot].flags, used_flags(start.wrap), __ATOMIC_RELEASE);
+  if (log_ != nullptr) {
+    // After the writes: a page marked before its last write could be copied (and its mark
+    // cleared) in between, and the copy would lack it.
+    PackedPos at = start;
+    for (uint16_t i = 0; i < count; ++i) {
+      log_write(&ring[at.slot], sizeof(VringPackedDesc));
+      at = at.advanced(entry_at(i).descs, addrs_.size);
+    }
+  }
+  // With EVENT_IDX and kicks wanted, the offset we asked the driver to kick at moves on with us.
   if (kicks_enabled_ && event_idx_) write_kick_offset();
-}
-
-void PackedRing::log_sent(PackedPos start, uint16_t count) const {
-  // After the writes, as in flush_shadow(); the slots are consecutive, in at most two pieces.
-  const uint32_t to_end = addrs_.size - start.slot;
-  const uint32_t first = count < to_end ? count : to_end;
-  log_write(&addrs_.desc[start.slot], sizeof(VringPackedDesc) * first);
-  if (count > first) log_write(&addrs_.desc[0], sizeof(VringPackedDesc) * (count - first));
 }
 
 void PackedRing::flush_shadow() {
@@ -144,45 +154,9 @@ void PackedRing::flush_shadow() {
     shadow_[1] = shadow_[shadow_count_ - 1];
     shadow_count_ = 2;
   }
-  // Each entry goes to the next used position, which then moves on by the chain's slots. The
-  // driver reads used entries in order, from the first: its flags go last, after a release
-  // fence, so that the whole batch becomes visible at once.
-  // In locals: the writes to the ring may alias the members, which would be read again.
-  VringPackedDesc* const ring = addrs_.desc;
-  const uint32_t size = addrs_.size;
-  const uint16_t count = shadow_count_;
-  const PackedPos start = used_;
-  uint32_t slot = start.slot;
-  uint16_t flags = start.wrap ? (kVringPackedDescFAvail | kVringPackedDescFUsed) : 0;
-  for (uint16_t i = 0; i < count; ++i) {
-    const Shadow e = shadow_[i];
-    VringPackedDesc* d = &ring[slot];
-    d->id = e.id;
-    d->len = e.len;
-    if (i > 0) d->flags = flags;
-    slot += e.descs;
-    while (slot >= size) {  // a lap's worth at most, but for the in-order entry above
-      slot -= size;
-      flags ^= kVringPackedDescFAvail | kVringPackedDescFUsed;
-    }
-  }
-  used_ = PackedPos{static_cast<uint16_t>(slot), (flags & kVringPackedDescFUsed) != 0};
-  __atomic_store_n(&ring[start.slot].flags,
-                   start.wrap ? (kVringPackedDescFAvail | kVringPackedDescFUsed) : 0,
-                   __ATOMIC_RELEASE);
-  if (log_ != nullptr) {
-    // After the writes: a page marked before its last write could be copied (and its mark
-    // cleared) in between, and the copy would lack it.
-    PackedPos at = start;
-    for (uint16_t i = 0; i < shadow_count_; ++i) {
-      log_write(&addrs_.desc[at.slot], sizeof(VringPackedDesc));
-      at = at.advanced(shadow_[i].descs, addrs_.size);
-    }
-  }
+  write_used(shadow_count_, [this](uint16_t i) { return shadow_[i]; });
   shadow_count_ = 0;
   shadow_lengths_ = 0;
-  // With EVENT_IDX and kicks wanted, the offset we asked the driver to kick at moves on with us.
-  if (kicks_enabled_ && event_idx_) write_kick_offset();
 }
 
 bool PackedRing::guest_wants_interrupt() {

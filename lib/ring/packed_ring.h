@@ -152,8 +152,14 @@ class PackedRing {
   };
   static constexpr uint16_t kShadowSize = 64;
 
+  static uint16_t used_flags(bool wrap) {
+    return wrap ? (kVringPackedDescFAvail | kVringPackedDescFUsed) : 0;
+  }
   void flush_shadow();
-  void log_sent(PackedPos start, uint16_t count) const;
+  // Writes `count` used entries in place, entry_at(i) giving the i-th (a Shadow), and makes them
+  // visible: flush_shadow() and put_used_sent() alike.
+  template <typename EntryAt>
+  void write_used(uint16_t count, EntryAt entry_at);
   void write_kick_offset() {
     __atomic_store_n(&addrs_.device_event->off_wrap, avail_.base(), __ATOMIC_RELAXED);
     if (log_ != nullptr) log_write(addrs_.device_event, sizeof(VringPackedEvent));

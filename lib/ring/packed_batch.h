@@ -89,32 +89,26 @@ class PackedBatch {
     return i < translated_ ? host_[i] : memory_->translate(d.addr, d.len);
   }
 
-  // Cache hints for chain i's first buffer. Guest RX: the first `bytes`, written from
-  // `written_from` on (prefetch_buffer_head).
-  void prefetch_first_rx_buffer(uint16_t i, uint32_t bytes, uint32_t written_from) const {
-    const VringPackedDesc* d = first_desc(i);
-    if (d != nullptr && !(d->flags & kVringDescFIndirect))
-      prefetch_buffer_head(*memory_, d->addr, d->len, bytes, written_from);
+  // Cache hints for the first buffers of the first `count` chains, each translated whole on the
+  // way, for single_buffer() to take instead of translating it again.
+  // Guest RX: the first `bytes` of each, written from `written_from` on (prefetch_buffer_head).
+  void prefetch_rx_buffers(uint16_t count, uint32_t bytes, uint32_t written_from) {
+    translate_first_buffers(count, [&](const VringPackedDesc& d, const uint8_t* host) {
+      if (host != nullptr)
+        prefetch_host_lines(host, d.len, bytes, written_from);
+      else  // across regions: the head may still lie in one
+        prefetch_buffer_head(*memory_, d.addr, d.len, bytes, written_from);
+    });
   }
-  // Guest TX, for the first `count` chains: the packet's first `packet_bytes` past the
-  // `hdr_size`-byte header (tx_hints_from). Each first buffer is translated whole on the way, for
-  // single_buffer() to take instead of translating it again.
+  // Guest TX: the packet's first `packet_bytes` past the `hdr_size`-byte header (tx_hints_from).
   void prefetch_tx_buffers(uint16_t count, uint32_t hdr_size, uint32_t packet_bytes) {
-    for (uint16_t i = 0; i < count; ++i) {
-      const VringPackedDesc* d = first_desc(i);
-      uint8_t* host = nullptr;
-      if (d != nullptr && !(d->flags & kVringDescFIndirect)) {
-        host = memory_->translate(d->addr, d->len);
-        if (host != nullptr) {
-          prefetch_host_lines(host, d->len, hdr_size + packet_bytes, kBufferNotWritten,
-                              tx_hints_from(d->len, hdr_size));
-        } else {  // across regions: the head may still lie in one
-          prefetch_tx_buffer_head(*memory_, d->addr, d->len, hdr_size, packet_bytes);
-        }
-      }
-      host_[i] = host;
-    }
-    if (count > translated_) translated_ = count;
+    translate_first_buffers(count, [&](const VringPackedDesc& d, const uint8_t* host) {
+      if (host != nullptr)
+        prefetch_host_lines(host, d.len, hdr_size + packet_bytes, kBufferNotWritten,
+                            tx_hints_from(d.len, hdr_size));
+      else
+        prefetch_tx_buffer_head(*memory_, d.addr, d.len, hdr_size, packet_bytes);
+    });
   }
 
  private:
@@ -124,6 +118,21 @@ class PackedBatch {
   const VringPackedDesc* first_desc(uint16_t i) const {
     if (i < singles_) return &descs_[i];
     return chains_[i].copied == 0 ? nullptr : &descs_[chains_[i].first];
+  }
+  // host_[i] for the first `count` chains, each first buffer given to hint(descriptor, host)
+  // (host nullptr when the buffer spans regions).
+  template <typename Hint>
+  void translate_first_buffers(uint16_t count, Hint hint) {
+    for (uint16_t i = 0; i < count; ++i) {
+      const VringPackedDesc* d = first_desc(i);
+      uint8_t* host = nullptr;
+      if (d != nullptr && !(d->flags & kVringDescFIndirect)) {
+        host = memory_->translate(d->addr, d->len);
+        hint(*d, host);
+      }
+      host_[i] = host;
+    }
+    if (count > translated_) translated_ = count;
   }
   // Copies four one-slot chains at pos_ at once: their flags checked together, their
   // descriptors copied as one line. False (nothing taken) unless all four are there, in this

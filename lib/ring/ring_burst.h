@@ -106,8 +106,7 @@ class PackedBurst {
   }
   void prefetch_rx(uint16_t count, uint32_t packet_bytes) const {
     const uint32_t hdr_size = vq_.features().net_hdr_size;
-    for (uint16_t i = 0; i < count; ++i)
-      batch_.prefetch_first_rx_buffer(i, hdr_size + packet_bytes, hdr_size);
+    batch_.prefetch_rx_buffers(count, hdr_size + packet_bytes, hdr_size);
   }
 
  private:

@@ -59,8 +59,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       VQS_FUZZ_CHECK(error == ChainError::kNone && iov.count() == 1 && iov[0].base == single &&
                      iov[0].len == single_len);
     }
-    reader.prefetch_first_tx_buffer(head, 12, 256);
-    reader.prefetch_first_rx_buffer(head, 256, 12);
+    // Read once for a burst's hints, the first buffer gives single_buffer()'s answer.
+    const FirstBuffer first = reader.first_buffer(head);
+    uint32_t first_len = 0;
+    VQS_FUZZ_CHECK(DescChainReader::single_buffer(first, access, &first_len) == single);
+    if (single != nullptr) VQS_FUZZ_CHECK(first_len == single_len);
+    if (first.host != nullptr) VQS_FUZZ_CHECK(memory.contains(first.host, first.desc.len));
+    hint_tx_buffer(memory.table(), first.desc.addr, first.desc.len, first.host, 12, 256);
+    hint_rx_buffer(memory.table(), first.desc.addr, first.desc.len, first.host, 256, 12);
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "datapath_fixture.h"
+#include "ring/ring_burst.h"
 
 using namespace vqs;
 using namespace vqs::test;
@@ -120,6 +121,37 @@ TEST_CASE("hostile TX chains are consumed, counted and the queue goes on", "[spl
         },
         DropReason::kTooLarge);
   }
+}
+
+TEST_CASE("a split burst takes the first descriptors it read for its hints, not later writes",
+          "[split]") {
+  // The hint pass reads each first descriptor once and translates its buffer; single_buffer()
+  // answers from that copy (what is checked is what is used). Chains past the hinted ones are
+  // read when taken.
+  Device dev(kFeatures, 16);
+  SimGuest& g = dev.tx;
+  const uint64_t buf = g.memory().alloc(4 * 128);
+  uint16_t heads[4];
+  for (uint16_t c = 0; c < 4; ++c) {
+    heads[c] = add_desc(g, buf + 128 * c, 80, 0);
+    g.post_head(heads[c]);
+  }
+  g.publish();
+  SplitBurst burst(dev.txq);
+  REQUIRE(burst.available(32) == 4);
+  burst.prefetch_tx(3, 64);
+  for (uint16_t c = 0; c < 4; ++c) g.desc(heads[c]) = VringDesc{0x10, 1u << 30, 0, 0};
+  for (uint16_t c = 0; c < 3; ++c) {
+    INFO("chain " << c);
+    uint32_t len = 0;
+    CHECK(burst.single_buffer(burst.handle(c), ChainAccess::kDeviceReads, &len) ==
+          g.memory().host(buf + 128 * c, 80));
+    CHECK(len == 80);
+    CHECK(burst.id(burst.handle(c)) == heads[c]);
+  }
+  uint32_t len = 0;
+  CHECK(burst.single_buffer(burst.handle(3), ChainAccess::kDeviceReads, &len) == nullptr);
+  CHECK(burst.id(burst.handle(3)) == heads[3]);
 }
 
 TEST_CASE("an avail index jumping more than the ring size breaks the queue, counted", "[split]") {

@@ -152,6 +152,35 @@ inline void prefetch_tx_buffer_head(const GuestMemory& memory, uint64_t addr, ui
                        tx_hints_from(len, hdr_size));
 }
 
+// Hints for a chain's first buffer, `len` bytes at `addr`, given `host`, its translation whole
+// (nullptr when it spans regions: the head may still lie in one). Guest RX: the first `bytes`,
+// written from `written_from` on. Guest TX: the packet's first `packet_bytes` past the
+// `hdr_size`-byte header (tx_hints_from). For every ring format.
+inline void hint_rx_buffer(const GuestMemory& memory, uint64_t addr, uint32_t len,
+                           const uint8_t* host, uint32_t bytes, uint32_t written_from) {
+  if (host != nullptr)
+    prefetch_host_lines(host, len, bytes, written_from);
+  else
+    prefetch_buffer_head(memory, addr, len, bytes, written_from);
+}
+inline void hint_tx_buffer(const GuestMemory& memory, uint64_t addr, uint32_t len,
+                           const uint8_t* host, uint32_t hdr_size, uint32_t packet_bytes) {
+  if (host != nullptr)
+    prefetch_host_lines(host, len, hdr_size + packet_bytes, kBufferNotWritten,
+                        tx_hints_from(len, hdr_size));
+  else
+    prefetch_tx_buffer_head(memory, addr, len, hdr_size, packet_bytes);
+}
+
+// A split chain's first descriptor read once, and its buffer translated whole (nullptr when the
+// head is outside the table, the descriptor indirect or the buffer not inside one region): a
+// burst hints the buffer's lines and later takes it from the same copy, so what it checks is
+// what it uses.
+struct FirstBuffer {
+  VringDesc desc{};  // all zero when the head is outside the table
+  uint8_t* host = nullptr;
+};
+
 class DescChainReader {
  public:
   DescChainReader() = default;
@@ -186,25 +215,22 @@ class DescChainReader {
     return memory_->translate(d.addr, d.len);
   }
 
-  // Cache hint for the first `bytes` of a chain's first buffer (within the descriptor's length),
-  // before it is read for real: guest-written lines then arrive together for a whole burst
-  // instead of one miss per packet. Only a hint: anything odd is skipped.
-  // Guest RX: the buffer the device writes next, from `written_from` on (prefetch_buffer_head).
-  void prefetch_first_rx_buffer(uint16_t head, uint32_t bytes, uint32_t written_from) const {
-    if (head >= ring_size_) return;
-    // One read of guest memory: a length the guest rewrote between two reads would not pass
-    // the clip.
-    const VringDesc d = load_desc(table_, head);
-    if (!(d.flags & kVringDescFIndirect))
-      prefetch_buffer_head(*memory_, d.addr, d.len, bytes, written_from);
+  // Chain `head`'s first descriptor and buffer, for single_buffer(const FirstBuffer&, ...).
+  FirstBuffer first_buffer(uint16_t head) const {
+    FirstBuffer f;
+    if (head >= ring_size_) return f;
+    f.desc = load_desc(table_, head);
+    if (!(f.desc.flags & kVringDescFIndirect)) f.host = memory_->translate(f.desc.addr, f.desc.len);
+    return f;
   }
-  // Guest TX: the packet's first `packet_bytes` past the `hdr_size`-byte header (tx_hints_from).
-  void prefetch_first_tx_buffer(uint16_t head, uint32_t hdr_size, uint32_t packet_bytes) const {
-    if (head >= ring_size_) return;
-    const VringDesc d = load_desc(table_, head);
-    if (!(d.flags & kVringDescFIndirect))
-      prefetch_tx_buffer_head(*memory_, d.addr, d.len, hdr_size, packet_bytes);
+  // single_buffer() on a first descriptor read before: the same answer for the same descriptor.
+  static uint8_t* single_buffer(const FirstBuffer& f, ChainAccess access, uint32_t* len) {
+    const uint16_t want = access == ChainAccess::kDeviceWrites ? kVringDescFWrite : 0;
+    if (f.desc.flags != want || f.desc.len == 0) return nullptr;
+    *len = f.desc.len;
+    return f.host;
   }
+  const GuestMemory& memory() const { return *memory_; }
 
  private:
   ChainError walk(uint16_t head, ChainAccess access, IoVecList& out, uint32_t& budget) const;

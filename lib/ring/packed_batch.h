@@ -94,20 +94,13 @@ class PackedBatch {
   // Guest RX: the first `bytes` of each, written from `written_from` on (prefetch_buffer_head).
   void prefetch_rx_buffers(uint16_t count, uint32_t bytes, uint32_t written_from) {
     translate_first_buffers(count, [&](const VringPackedDesc& d, const uint8_t* host) {
-      if (host != nullptr)
-        prefetch_host_lines(host, d.len, bytes, written_from);
-      else  // across regions: the head may still lie in one
-        prefetch_buffer_head(*memory_, d.addr, d.len, bytes, written_from);
+      hint_rx_buffer(*memory_, d.addr, d.len, host, bytes, written_from);
     });
   }
   // Guest TX: the packet's first `packet_bytes` past the `hdr_size`-byte header (tx_hints_from).
   void prefetch_tx_buffers(uint16_t count, uint32_t hdr_size, uint32_t packet_bytes) {
     translate_first_buffers(count, [&](const VringPackedDesc& d, const uint8_t* host) {
-      if (host != nullptr)
-        prefetch_host_lines(host, d.len, hdr_size + packet_bytes, kBufferNotWritten,
-                            tx_hints_from(d.len, hdr_size));
-      else
-        prefetch_tx_buffer_head(*memory_, d.addr, d.len, hdr_size, packet_bytes);
+      hint_tx_buffer(*memory_, d.addr, d.len, host, hdr_size, packet_bytes);
     });
   }
 

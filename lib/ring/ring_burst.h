@@ -3,8 +3,9 @@
 // members, so that the datapath's bursts are written once and instantiated per format; the
 // format is chosen once per burst (VirtQueue::packed()), never per packet.
 //
-// A chain is named by a handle, valid for the burst: a split ring's head (read from the avail
-// ring once), a packed ring's index in the burst's PackedBatch. No EAL here.
+// A chain is named by a handle, valid for the burst: its position among the burst's chains (a
+// split ring's head and first descriptor are read once, for the chains the burst hints; a packed
+// ring's chains are copied into the burst's PackedBatch). No EAL here.
 #pragma once
 
 #include <cstdint>
@@ -23,33 +24,68 @@ class SplitBurst {
   // Once the first `have` are used: how many there are now, up to `want` (no more than before).
   uint16_t more(uint16_t have, uint16_t /*want*/) { return have; }
 
-  uint16_t handle(uint16_t i) const { return ring_.avail_head(i); }
+  // The handle is the chain's position in the burst; its head is read from the avail ring once
+  // for the chains the burst hinted (below), when it reads their first descriptors.
+  uint16_t handle(uint16_t i) const { return i; }
   uint8_t* single_buffer(uint16_t h, ChainAccess access, uint32_t* len) const {
-    return reader_.single_buffer(h, access, len);
+    if (h < hinted_) return DescChainReader::single_buffer(first_[h], access, len);
+    return reader_.single_buffer(head(h), access, len);
   }
   ChainError read(uint16_t h, ChainAccess access, IoVecList& out,
                   uint32_t* visited = nullptr) const {
-    return reader_.read(h, access, out, visited);
+    return reader_.read(head(h), access, out, visited);
   }
-  void put_used(uint16_t h, uint32_t len) { ring_.put_used(h, len); }
-  void put_sent(uint16_t h) { ring_.put_used(h, 0); }
+  void put_used(uint16_t h, uint32_t len) { ring_.put_used(head(h), len); }
+  void put_sent(uint16_t h) { ring_.put_used(head(h), 0); }
   // What a zero-copy tracker keeps to return the chain later.
-  uint16_t id(uint16_t h) const { return h; }
+  uint16_t id(uint16_t h) const { return head(h); }
   uint16_t ring_slots(uint16_t /*h*/) const { return 1; }
   // The first `count` chains are taken.
   void consume(uint16_t count) { ring_.consume(count); }
 
-  void prefetch_tx(uint16_t count, uint32_t packet_bytes) const {
-    vq_.prefetch_tx_chains(count, packet_bytes);
+  // Cache hints for the first `count` chains: descriptors first, then (once those are on their
+  // way) the buffers they point to, so that a burst's misses overlap instead of queueing. Each
+  // first descriptor is read once and its buffer translated once, for single_buffer() to take.
+  // Guest TX: the packet's first `packet_bytes`, not the header's line before it
+  // (tx_hints_from). Guest RX: the header and the packet's first `packet_bytes`, for writing.
+  void prefetch_tx(uint16_t count, uint32_t packet_bytes) {
+    const uint32_t hdr_size = vq_.features().net_hdr_size;
+    read_first_buffers(count, [&](const FirstBuffer& f) {
+      hint_tx_buffer(reader_.memory(), f.desc.addr, f.desc.len, f.host, hdr_size, packet_bytes);
+    });
   }
-  void prefetch_rx(uint16_t count, uint32_t packet_bytes) const {
-    vq_.prefetch_rx_chains(count, packet_bytes);
+  void prefetch_rx(uint16_t count, uint32_t packet_bytes) {
+    const uint32_t hdr_size = vq_.features().net_hdr_size;
+    read_first_buffers(count, [&](const FirstBuffer& f) {
+      hint_rx_buffer(reader_.memory(), f.desc.addr, f.desc.len, f.host, hdr_size + packet_bytes,
+                     hdr_size);
+    });
   }
 
  private:
+  // Chains whose head and first descriptor a burst holds: a burst's worth.
+  static constexpr uint16_t kHinted = 64;
+
+  uint16_t head(uint16_t h) const { return h < hinted_ ? heads_[h] : ring_.avail_head(h); }
+  template <typename Hint>
+  void read_first_buffers(uint16_t count, Hint hint) {
+    if (count > kHinted) count = kHinted;
+    ring_.prefetch_descs(count);
+    for (uint16_t i = hinted_; i < count; ++i) {
+      heads_[i] = ring_.avail_head(i);
+      first_[i] = reader_.first_buffer(heads_[i]);
+      // Indirect tables and heads outside the table get no hint.
+      if (first_[i].desc.len != 0 && !(first_[i].desc.flags & kVringDescFIndirect)) hint(first_[i]);
+    }
+    if (count > hinted_) hinted_ = count;
+  }
+
   VirtQueue& vq_;
   SplitRing& ring_;
   const DescChainReader& reader_;
+  uint16_t hinted_ = 0;  // chains below it: heads_[] and first_[] hold their head and first buffer
+  uint16_t heads_[kHinted];
+  FirstBuffer first_[kHinted];
 };
 
 class PackedBurst {

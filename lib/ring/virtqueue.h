@@ -137,23 +137,6 @@ class VirtQueue {
     return n;
   }
 
-  // Cache hints for the next `count` posted chains: descriptors first, then (once those are on
-  // their way) the buffers they point to. The misses of a burst overlap instead of queueing.
-  // Guest TX: the packet's first `packet_bytes`, not the header's line before it (tx_hints_from).
-  // Guest RX: the header and the packet's first `packet_bytes`, those the packet will be written
-  // into for writing (prefetch_buffer_head).
-  void prefetch_tx_chains(uint16_t count, uint32_t packet_bytes) const {
-    ring_.prefetch_descs(count);
-    for (uint16_t i = 0; i < count; ++i)
-      reader_.prefetch_first_tx_buffer(ring_.avail_head(i), features_.net_hdr_size, packet_bytes);
-  }
-  void prefetch_rx_chains(uint16_t count, uint32_t packet_bytes) const {
-    ring_.prefetch_descs(count);
-    const uint32_t bytes = features_.net_hdr_size + packet_bytes;
-    for (uint16_t i = 0; i < count; ++i)
-      reader_.prefetch_first_rx_buffer(ring_.avail_head(i), bytes, features_.net_hdr_size);
-  }
-
   // Ends a guest TX burst: makes the used entries visible and interrupts the guest if it asked
   // for it. `used_before`: used_token() when the burst began.
   void complete_burst(uint16_t used_before);

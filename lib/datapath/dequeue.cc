@@ -138,10 +138,10 @@ DropReason check_chain_length(ChainError error, uint64_t chain_len, uint32_t hdr
 // than the head mbuf. `single` is the chain's one descriptor when it has only one, already
 // translated. Out of line: the fast path's loop stays small.
 template <typename Burst>
-__attribute__((noinline)) ChainOutcome dequeue_chain(const BurstContext<Burst>& ctx, uint16_t head,
-                                                     uint8_t* single, uint32_t single_len,
-                                                     rte_mbuf* m, uint32_t* pkt_len_out,
-                                                     BurstResult& result) {
+__attribute__((noinline)) ChainOutcome dequeue_chain(const BurstContext<Burst>& ctx,
+                                                     typename Burst::Handle head, uint8_t* single,
+                                                     uint32_t single_len, rte_mbuf* m,
+                                                     uint32_t* pkt_len_out, BurstResult& result) {
   IoVecList& iov = ctx.iov;
   iov.clear();
   const ChainError error = single != nullptr && iov.push(single, single_len)
@@ -243,7 +243,7 @@ BurstResult dequeue_burst_on(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts,
         break;  // the rest stay in the guest's ring
       }
     }
-    const uint16_t head = burst.handle(consumed);
+    const typename Burst::Handle head = burst.handle(consumed);
     rte_mbuf* m = pkts[out];
     uint32_t single_len = 0;
     uint8_t* const single = burst.single_buffer(head, ChainAccess::kDeviceReads, &single_len);

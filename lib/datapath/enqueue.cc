@@ -19,8 +19,9 @@ namespace {
 // hardware prefetcher follows a longer copy).
 constexpr uint32_t kRxPrefetchBytes = 64;
 
+template <typename Handle>
 struct RxHead {
-  uint16_t chain;  // the burst's handle
+  Handle chain;  // the burst's handle
   uint32_t capacity;
 };
 
@@ -91,7 +92,7 @@ class RxBufferGatherer {
     IoVecList& iov = vq_.iov_scratch();
     for (;;) {
       if (at_end(pos)) return Outcome::kRingEmpty;
-      const uint16_t id = burst_.handle(pos);
+      const typename Burst::Handle id = burst_.handle(pos);
       iov.clear();
       const ChainError error = read(id, iov);
       if (budget_spent()) {
@@ -104,7 +105,7 @@ class RxBufferGatherer {
         continue;
       }
       if (iov.total_len() < need) return Outcome::kTooSmall;
-      heads_[0] = RxHead{id, need};
+      heads_[0] = Head{id, need};
       head_count_ = 1;
       ++pos;
       return Outcome::kFits;
@@ -126,7 +127,7 @@ class RxBufferGatherer {
         pos = leave_posted(walk, first_valid, invalid_after_valid);
         return Outcome::kRingEmpty;
       }
-      const uint16_t id = burst_.handle(walk);
+      const typename Burst::Handle id = burst_.handle(walk);
       const uint32_t before = iov.count();
       const uint64_t before_len = iov.total_len();
       const ChainError error = read(id, iov);
@@ -159,7 +160,7 @@ class RxBufferGatherer {
       }
       if (head_count_ == 0) first_valid = static_cast<uint16_t>(walk - 1);
       const uint64_t take = need - capacity < chain_len ? need - capacity : chain_len;
-      heads_[head_count_++] = RxHead{id, static_cast<uint32_t>(take)};
+      heads_[head_count_++] = Head{id, static_cast<uint32_t>(take)};
       capacity += chain_len;
     }
     // Gathered chains are consumed; invalid chains among them were already returned.
@@ -168,10 +169,11 @@ class RxBufferGatherer {
   }
 
   uint32_t head_count() const { return head_count_; }
-  const RxHead& head(uint32_t i) const { return heads_[i]; }
+  using Head = RxHead<typename Burst::Handle>;
+  const Head& head(uint32_t i) const { return heads_[i]; }
 
  private:
-  ChainError read(uint16_t id, IoVecList& iov) {
+  ChainError read(typename Burst::Handle id, IoVecList& iov) {
     uint32_t visited = 0;
     const ChainError error = burst_.read(id, ChainAccess::kDeviceWrites, iov, &visited);
     if (visited > descriptors_left_ && !budget_spent_) {
@@ -205,7 +207,7 @@ class RxBufferGatherer {
   // An invalid chain goes back empty. Counted per chain, not as a packet drop: the packet goes on
   // to the next chain. Bounded per burst, so a ring full of invalid chains costs one burst a few
   // thousand descriptor reads at most.
-  bool consume_invalid(uint16_t id) {
+  bool consume_invalid(typename Burst::Handle id) {
     burst_.put_used(id, 0);
     ++vq_.stats().invalid_rx_chains;
     return ++invalid_chains_ < kMaxInvalidChainsPerBurst;
@@ -222,7 +224,7 @@ class RxBufferGatherer {
   uint32_t invalid_chains_ = 0;
   uint32_t head_count_ = 0;
   // Each gathered chain has at least one buffer, so the segment limit bounds the chain count.
-  RxHead heads_[IoVecList::kCapacity];
+  Head heads_[IoVecList::kCapacity];
 };
 
 template <typename Burst>
@@ -255,7 +257,7 @@ BurstResult enqueue_burst_on(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t coun
     // Fast path: a one-segment packet without offload requests into a one-descriptor chain that
     // holds it whole (with or without mergeable buffers, what the slow path would do too).
     if (pos < gatherer.posted() && m->nb_segs == 1 && (m->ol_flags & offload_mask) == 0) {
-      const uint16_t id = burst.handle(pos);
+      const typename Burst::Handle id = burst.handle(pos);
       uint32_t buf_len = 0;
       uint8_t* buf = burst.single_buffer(id, ChainAccess::kDeviceWrites, &buf_len);
       if (buf != nullptr && buf_len >= hdr_size + len) {

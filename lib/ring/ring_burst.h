@@ -24,22 +24,25 @@ class SplitBurst {
   // Once the first `have` are used: how many there are now, up to `want` (no more than before).
   uint16_t more(uint16_t have, uint16_t /*want*/) { return have; }
 
-  // The handle is the chain's position in the burst; its head is read from the avail ring once
-  // for the chains the burst hinted (below), when it reads their first descriptors.
-  uint16_t handle(uint16_t i) const { return i; }
-  uint8_t* single_buffer(uint16_t h, ChainAccess access, uint32_t* len) const {
-    if (h < hinted_) return DescChainReader::single_buffer(first_[h], access, len);
+  // A hinted chain's handle is its position in the burst: its head and first descriptor were
+  // read once, by the hint pass (below). Any other's is its head, read from the avail ring here,
+  // once, above kRawHead (a head may take all 16 bits: a hostile one is checked, not masked).
+  using Handle = uint32_t;
+  Handle handle(uint16_t i) const {
+    return i < hinted_ ? Handle{i} : kRawHead | Handle{ring_.avail_head(i)};
+  }
+  uint8_t* single_buffer(Handle h, ChainAccess access, uint32_t* len) const {
+    if (h < kRawHead) return DescChainReader::single_buffer(first_[h], access, len);
     return reader_.single_buffer(head(h), access, len);
   }
-  ChainError read(uint16_t h, ChainAccess access, IoVecList& out,
-                  uint32_t* visited = nullptr) const {
+  ChainError read(Handle h, ChainAccess access, IoVecList& out, uint32_t* visited = nullptr) const {
     return reader_.read(head(h), access, out, visited);
   }
-  void put_used(uint16_t h, uint32_t len) { ring_.put_used(head(h), len); }
-  void put_sent(uint16_t h) { ring_.put_used(head(h), 0); }
+  void put_used(Handle h, uint32_t len) { ring_.put_used(head(h), len); }
+  void put_sent(Handle h) { ring_.put_used(head(h), 0); }
   // What a zero-copy tracker keeps to return the chain later.
-  uint16_t id(uint16_t h) const { return head(h); }
-  uint16_t ring_slots(uint16_t /*h*/) const { return 1; }
+  uint16_t id(Handle h) const { return head(h); }
+  uint16_t ring_slots(Handle /*h*/) const { return 1; }
   // The first `count` chains are taken.
   void consume(uint16_t count) { ring_.consume(count); }
 
@@ -65,8 +68,11 @@ class SplitBurst {
  private:
   // Chains whose head and first descriptor a burst holds: a burst's worth.
   static constexpr uint16_t kHinted = 64;
+  static constexpr Handle kRawHead = Handle{1} << 16;
 
-  uint16_t head(uint16_t h) const { return h < hinted_ ? heads_[h] : ring_.avail_head(h); }
+  uint16_t head(Handle h) const {
+    return h < kRawHead ? heads_[h] : static_cast<uint16_t>(h - kRawHead);
+  }
   template <typename Hint>
   void read_first_buffers(uint16_t count, Hint hint) {
     if (count > kHinted) count = kHinted;
@@ -100,7 +106,8 @@ class PackedBurst {
   uint16_t available(uint16_t want) { return batch_.fill(want); }
   uint16_t more(uint16_t /*have*/, uint16_t want) { return batch_.fill(want); }
 
-  uint16_t handle(uint16_t i) const { return i; }
+  using Handle = uint16_t;  // the chain's index in the batch
+  Handle handle(uint16_t i) const { return i; }
   uint8_t* single_buffer(uint16_t h, ChainAccess access, uint32_t* len) const {
     return batch_.single_buffer(h, access, len);
   }

@@ -177,8 +177,9 @@ inline void hint_tx_buffer(const GuestMemory& memory, uint64_t addr, uint32_t le
 // burst hints the buffer's lines and later takes it from the same copy, so what it checks is
 // what it uses.
 struct FirstBuffer {
-  VringDesc desc{};  // all zero when the head is outside the table
-  uint8_t* host = nullptr;
+  VringDesc desc;  // all zero when the head is outside the table
+  uint8_t* host;
+  // No member initializers: a burst's array of them is left unwritten until its hint pass.
 };
 
 class DescChainReader {
@@ -217,7 +218,7 @@ class DescChainReader {
 
   // Chain `head`'s first descriptor and buffer, for single_buffer(const FirstBuffer&, ...).
   FirstBuffer first_buffer(uint16_t head) const {
-    FirstBuffer f;
+    FirstBuffer f{};
     if (head >= ring_size_) return f;
     f.desc = load_desc(table_, head);
     if (!(f.desc.flags & kVringDescFIndirect)) f.host = memory_->translate(f.desc.addr, f.desc.len);

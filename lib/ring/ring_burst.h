@@ -66,8 +66,9 @@ class SplitBurst {
   }
 
  private:
-  // Chains whose head and first descriptor a burst holds: a burst's worth.
-  static constexpr uint16_t kHinted = 64;
+  // Chains whose head and first descriptor a burst holds: a burst's worth, as a packed batch
+  // (testpmd's --burst goes up to 512). On the stack, touched only as far as a burst hints.
+  static constexpr uint16_t kHinted = PackedBatch::kMaxChains;
   static constexpr Handle kRawHead = Handle{1} << 16;
 
   uint16_t head(Handle h) const {

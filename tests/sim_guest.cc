@@ -22,7 +22,8 @@ SimMemory::SimMemory(const std::vector<uint64_t>& region_sizes) {
   check(region_sizes.size() >= 3, "SimMemory needs at least 3 regions");
   uint64_t gpa = kBase;
   for (size_t i = 0; i < region_sizes.size(); ++i) {
-    storage_.emplace_back(new uint8_t[region_sizes[i]]);  // untouched until used: cheap
+    // Untouched until used: cheap (unless MALLOC_PERTURB_ has glibc fill it; tests/meson.build).
+    storage_.emplace_back(new uint8_t[region_sizes[i]]);
     check(table_.add_region(gpa, region_sizes[i], storage_.back().get()), "add_region");
     gpa += region_sizes[i];
     if (i >= 1) gpa += kGap;  // regions 0 and 1 touch; the rest do not

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Sets up the machine (scripts/setup.sh), builds vqswitch three times — release (GCC -O3), debug with
 # ASan+UBSan, and the clang fuzz harnesses (debugoptimized, the project's default build type) — and
-# runs every test: the whole suite in the release and in the sanitizer build, a smoke run of each
-# fuzz harness. Ends with one line
+# runs every test: the whole suite in the release build, all of it but the QEMU live migrations in
+# the sanitizer build, a smoke run of each fuzz harness. Ends with one line
 # "N passed, N failed" summing every test case of every suite.
 set -euo pipefail
 

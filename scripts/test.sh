@@ -42,7 +42,7 @@ meson test -C build-release --print-errorlogs || status=1
 phase "release suite done"
 # Every suite again under ASan+UBSan: unit and integration (virtio_user guests, testpmd with
 # the sanitized plugin, the switch against real peers, Linux guests, the demo), but the QEMU
-# migrations (two minutes of guests booting and moving; their dirty log and RARP paths run
+# migrations (about 95 s of guests booting and moving; their dirty log and RARP paths run
 # sanitized in interop_virtio_user and the unit tests).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   meson test -C build-asan --no-suite qemu_migration --print-errorlogs || status=1

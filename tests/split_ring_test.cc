@@ -231,3 +231,90 @@ TEST_CASE("used entries beyond the ring size in one burst stay inside the ring")
     }
   }
 }
+
+TEST_CASE(
+    "descriptor lines given back: each line once, heads outside the table skipped, the "
+    "descriptors unchanged") {
+  SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};
+  SimGuest guest{mem, 64, 0};
+  SplitRing ring = attach(guest);
+  const VringDesc* table = guest.setup().addrs.desc;
+  for (uint16_t i = 0; i < 64; ++i)
+    const_cast<VringDesc*>(table)[i] = VringDesc{0x1000u * i, 100u + i, 0, 0};
+  std::vector<VringDesc> before(table, table + 64);
+  auto line_of = [&](uint16_t head) { return reinterpret_cast<uintptr_t>(&table[head]) / 64; };
+
+  // A burst's heads in order: 16 descriptors span 4 or 5 lines, each given back once.
+  std::vector<uint16_t> heads;
+  for (uint16_t i = 8; i < 24; ++i) heads.push_back(i);
+  const uint16_t lines = static_cast<uint16_t>(line_of(23) - line_of(8) + 1);
+  CHECK(ring.release_descs(heads.data(), static_cast<uint16_t>(heads.size())) == lines);
+
+  // A hostile guest's heads: past the table (64 and 0xffff) are not touched.
+  const uint16_t hostile[] = {64, 0xffff, 5, 1000};
+  CHECK(ring.release_descs(hostile, 4) == 1);
+  CHECK(ring.release_descs(hostile, 2) == 0);
+  CHECK(std::equal(before.begin(), before.end(), table, [](const VringDesc& a, const VringDesc& b) {
+    return std::memcmp(&a, &b, sizeof(a)) == 0;
+  }));
+}
+
+TEST_CASE(
+    "which bursts give their descriptor lines back: off never, on always, auto for a far "
+    "guest only") {
+  SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};
+  SimGuest guest{mem, 64, 0};
+  SplitRing ring = attach(guest);
+  CHECK(ring.line_release() == LineRelease::kOff);  // until the queue sets it
+  CHECK_FALSE(ring.releases_lines(true));
+  if (!line_release_supported()) {
+    ring.set_line_release(LineRelease::kOn, 2000000000);
+    CHECK(ring.line_release() == LineRelease::kOff);  // a CPU without CLFLUSHOPT: never
+    return;
+  }
+  ring.set_line_release(LineRelease::kOn, 2000000000);
+  CHECK(ring.releases_lines(false));
+  CHECK(ring.releases_lines(true));
+  CHECK_FALSE(ring.placement().enabled());  // nothing to decide: not probed
+
+  ring.set_line_release(LineRelease::kAuto, 2000000000);
+  CHECK(ring.placement().enabled());
+  CHECK_FALSE(ring.placement().far());  // no crossing seen yet: near
+  CHECK_FALSE(ring.releases_lines(true));
+
+  // Polls sample the avail index; here the line never leaves this CPU, so the guest stays near.
+  VringAvail* avail = guest.setup().addrs.avail;
+  for (int i = 0; i < 64 * 100; ++i) {
+    __atomic_store_n(&avail->idx, static_cast<uint16_t>(avail->idx + 1), __ATOMIC_RELEASE);
+    ring.consume(ring.avail_count());
+  }
+  CHECK_FALSE(ring.broken());
+  CHECK(ring.placement().samples() > 0);
+  CHECK_FALSE(ring.placement().far());
+  CHECK_FALSE(ring.releases_lines(true));
+
+  ring.set_line_release(LineRelease::kOff, 2000000000);
+  CHECK_FALSE(ring.releases_lines(true));
+  CHECK_FALSE(ring.placement().enabled());
+}
+
+TEST_CASE("a guest RX ring follows its queue pair's TX ring's placement") {
+  if (!line_release_supported()) return;
+  SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};
+  SimGuest guest{mem, 64, 0};
+  SplitRing ring = attach(guest);
+  PlacementProbe tx_placement;
+  tx_placement.start(2000000000);
+  ring.set_line_release(LineRelease::kAuto, 2000000000, &tx_placement);
+  CHECK_FALSE(ring.placement().enabled());  // this ring's own loads are not timed
+  CHECK_FALSE(ring.releases_lines(true));
+  tx_placement.add_sample(2 * 120);  // the TX ring's loads crossed between dies
+  CHECK(ring.releases_lines(true));
+  CHECK_FALSE(ring.releases_lines(false));  // not from a burst that did not wait on the guest
+  for (int i = 0; i < 40; ++i) tx_placement.add_sample(2 * 20);
+  CHECK_FALSE(ring.releases_lines(true));
+  // Attached again (a restart), the ring probes for itself until told otherwise.
+  ring = attach(guest);
+  ring.set_line_release(LineRelease::kAuto, 2000000000);
+  CHECK(ring.placement().enabled());
+}

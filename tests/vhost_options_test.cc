@@ -91,3 +91,37 @@ TEST_CASE("vhost options: devargs and YAML refuse the same combinations") {
     CHECK(error.find("only with") != std::string::npos);
   }
 }
+
+TEST_CASE("vhost options: desc_release takes auto, on and off in devargs and YAML alike") {
+  const struct {
+    const char* word;
+    LineRelease mode;
+  } words[] = {{"auto", LineRelease::kAuto}, {"on", LineRelease::kOn}, {"off", LineRelease::kOff}};
+  std::string error;
+  const auto defaults = parse_devargs("iface=/tmp/opt.sock", &error);
+  REQUIRE(defaults);
+  CHECK(defaults->desc_release == LineRelease::kAuto);
+  for (const auto& w : words) {
+    INFO(w.word);
+    const auto d =
+        parse_devargs((std::string("iface=/tmp/opt.sock,desc_release=") + w.word).c_str(), &error);
+    REQUIRE(d);
+    CHECK(d->desc_release == w.mode);
+    const std::string text = std::string("version: 1\nports:\n  - {name: vm0, type: vhost, ") +
+                             "socket: /tmp/opt.sock, desc_release: " + w.word +
+                             "}\nforwarding: {mode: bridge}\n";
+    const auto c = app::parse_config(text, "t.yaml", &error);
+    REQUIRE(c);
+    CHECK(c->ports[0].vhost.desc_release == w.mode);
+    CHECK(line_release_name(w.mode) == std::string(w.word));
+  }
+  CHECK_FALSE(parse_devargs("iface=/tmp/opt.sock,desc_release=1", &error));
+  CHECK(error.find("desc_release") != std::string::npos);
+  CHECK(error.find("auto, on or off") != std::string::npos);
+  CHECK_FALSE(app::parse_config(
+      "version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/opt.sock, desc_release: "
+      "yes}\nforwarding: {mode: bridge}\n",
+      "t.yaml", &error));
+  CHECK(error.find("desc_release") != std::string::npos);
+  CHECK(error.find("t.yaml") != std::string::npos);
+}

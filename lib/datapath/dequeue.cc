@@ -55,9 +55,11 @@ CopyResult copy_chain_to_mbuf(IoVecCursor& src, uint32_t len, rte_mbuf* head, Mb
 // Chains this burst may take: those posted, but no more than the ring holds minus those still
 // lent (they hold descriptors the guest has not got back), nor more than `max`. Counted before
 // the reap, this also keeps the used entries of one burst (completions plus new chains) within
-// the ring's size.
+// the ring's size. `*takes_all`: the burst takes every chain the guest has posted (it is
+// waiting on the guest).
 template <typename Burst>
-inline uint16_t chains_to_take(Burst& burst, ZeroCopyTracker* zero_copy, uint16_t max) {
+inline uint16_t chains_to_take(Burst& burst, ZeroCopyTracker* zero_copy, uint16_t max,
+                               bool* takes_all) {
   uint16_t room = burst.ring().size();
   if (zero_copy != nullptr) {
     room = static_cast<uint16_t>(room - zero_copy->in_flight());
@@ -65,6 +67,7 @@ inline uint16_t chains_to_take(Burst& burst, ZeroCopyTracker* zero_copy, uint16_
   }
   if (room > max) room = max;
   const uint16_t posted = burst.available(room);
+  *takes_all = posted <= room;
   return posted < room ? posted : room;
 }
 
@@ -213,7 +216,8 @@ BurstResult dequeue_burst_on(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts,
   const uint16_t used_before = vq.used_token();
   // Lent chains whose mbufs were freed since the last burst go back to the guest with this one.
   ZeroCopyTracker* const zero_copy = vq.features().in_order ? nullptr : lending.tracker;
-  const uint16_t count = chains_to_take(burst, zero_copy, max_packets);
+  bool takes_all = false;
+  const uint16_t count = chains_to_take(burst, zero_copy, max_packets, &takes_all);
   if (count == 0) {
     vq.complete_burst(used_before);
     return result;
@@ -279,6 +283,8 @@ BurstResult dequeue_burst_on(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts,
     stats.count_packet(pkt_len, rte_pktmbuf_mtod(m, const uint8_t*));
     if (result.bytes >= max_bytes) break;
   }
+  // A burst that emptied the ring waits on the guest: its lines go back if the guest is far.
+  burst.release_lines(consumed, takes_all);
   burst.consume(consumed);
   vq.complete_burst(used_before);
   if (pool_empty) ++stats.mbuf_alloc_failures;

@@ -304,6 +304,8 @@ BurstResult enqueue_burst_on(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t coun
                                   : rte_pktmbuf_mtod(m, const uint8_t*));
     stats.count_packet(len, dst);
   }
+  // A burst offered every posted buffer waits on the guest: their lines go back if it is far.
+  burst.release_lines(pos, posted <= count);
   burst.consume(pos);
   vq.complete_rx_burst(used_before, static_cast<uint32_t>(stats.packets - packets_before),
                        static_cast<uint16_t>(gatherer.posted() - pos),

@@ -81,6 +81,8 @@ struct alignas(64) QueueStats {
   // Times the guest corrupted the ring (avail index ahead by more than the ring size); the queue
   // is then not served until it is restarted.
   uint64_t ring_broken = 0;
+  // Descriptor-table lines given back to the guest once read (line_release.h).
+  uint64_t desc_lines_released = 0;
 
   void count_drop(DropReason reason, uint64_t n = 1) { drops[static_cast<int>(reason)] += n; }
   uint64_t dropped(DropReason reason) const { return drops[static_cast<int>(reason)]; }
@@ -128,6 +130,7 @@ inline constexpr QueueCounter kQueueCounters[] = {
     {"zerocopy_copied", &QueueStats::zero_copy_copied},
     {"zerocopy_limit_copies", &QueueStats::zero_copy_limit_copies},
     {"zerocopy_limit_waits", &QueueStats::zero_copy_limit_waits},
+    {"desc_lines_released", &QueueStats::desc_lines_released},
 };
 
 }  // namespace vqs

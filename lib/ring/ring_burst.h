@@ -45,6 +45,14 @@ class SplitBurst {
   uint16_t ring_slots(Handle /*h*/) const { return 1; }
   // The first `count` chains are taken.
   void consume(uint16_t count) { ring_.consume(count); }
+  // Once the first `count` chains are read: their first descriptors' lines go back to the guest
+  // when the ring says so (SplitRing::releases_lines). The hint pass read those descriptors,
+  // and only those are given back.
+  void release_lines(uint16_t count, bool waited_on_guest) {
+    if (!ring_.releases_lines(waited_on_guest)) return;
+    vq_.stats().desc_lines_released +=
+        ring_.release_descs(heads_, count < hinted_ ? count : hinted_);
+  }
 
   // Cache hints for the first `count` chains: descriptors first, then (once those are on their
   // way) the buffers they point to, so that a burst's misses overlap instead of queueing. Each
@@ -138,6 +146,8 @@ class PackedBurst {
     put_used(h, 0);
   }
   uint16_t id(uint16_t h) const { return batch_.id(h); }
+  // A packed ring's descriptors take our used writes as well: not given back (SplitBurst's).
+  void release_lines(uint16_t /*count*/, bool /*waited_on_guest*/) {}
   uint16_t ring_slots(uint16_t h) const { return batch_.chain_slots(h); }
   void consume(uint16_t count) {
     put_run();

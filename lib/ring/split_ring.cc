@@ -2,6 +2,7 @@
 #include "ring/split_ring.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 namespace vqs {
@@ -14,6 +15,7 @@ bool SplitRing::attach(const SplitRingAddrs& addrs, uint16_t last_avail_idx, uin
   addrs_ = addrs;
   mask_ = static_cast<uint16_t>(size - 1);
   last_avail_ = last_avail_idx;
+  seen_avail_ = last_avail_idx;
   last_used_ = last_used_idx;
   shadow_count_ = 0;
   shadow_limit_ = static_cast<uint16_t>(size < kShadowSize ? size : kShadowSize);
@@ -21,9 +23,36 @@ bool SplitRing::attach(const SplitRingAddrs& addrs, uint16_t last_avail_idx, uin
   signalled_used_valid_ = false;
   event_idx_ = event_idx;
   broken_ = false;
+  line_release_ = LineRelease::kOff;  // until set_line_release()
+  probe_ = PlacementProbe{};
+  placement_from_ = nullptr;
   kicks_enabled_ = true;  // so that the call below writes the suppression state
   set_kicks_enabled(false);
   return true;
+}
+
+void SplitRing::set_line_release(LineRelease mode, uint64_t tsc_hz,
+                                 const PlacementProbe* placement_from) {
+  line_release_ = line_release_supported() ? mode : LineRelease::kOff;
+  const bool probes = line_release_ == LineRelease::kAuto && placement_from == nullptr;
+  probe_.start(probes ? tsc_hz : 0);
+  placement_from_ = placement_from;
+}
+
+uint16_t SplitRing::release_descs(const uint16_t* heads, uint16_t count) const {
+  const bool can_release = line_release_supported();
+  uint16_t released = 0;
+  uintptr_t previous = 0;
+  for (uint16_t i = 0; i < count; ++i) {
+    if (heads[i] >= addrs_.size) continue;  // the guest's head, unchecked: not in the table
+    const uintptr_t line =
+        reinterpret_cast<uintptr_t>(&addrs_.desc[heads[i]]) & ~uintptr_t{kCacheLine - 1};
+    if (line == previous) continue;  // a burst's heads run in order: neighbours share lines
+    previous = line;
+    if (can_release) release_line(reinterpret_cast<const void*>(line));
+    ++released;
+  }
+  return released;
 }
 
 void SplitRing::flush_shadow() {

@@ -10,6 +10,8 @@
 #include <cstdint>
 
 #include "ring/dirty_log.h"
+#include "ring/line_release.h"
+#include "ring/placement_probe.h"
 #include "ring/prefetch.h"
 #include "ring/vring.h"
 
@@ -51,7 +53,9 @@ class SplitRing {
   // Entries read after this call are ordered after the index read.
   uint16_t avail_count() {
     if (broken_) return 0;
-    const uint16_t avail_idx = __atomic_load_n(&addrs_.avail->idx, __ATOMIC_ACQUIRE);
+    const uint16_t avail_idx = probe_.due() ? probe_.timed_load(&addrs_.avail->idx, seen_avail_)
+                                            : __atomic_load_n(&addrs_.avail->idx, __ATOMIC_ACQUIRE);
+    seen_avail_ = avail_idx;
     const uint16_t count = static_cast<uint16_t>(avail_idx - last_avail_);
     if (count > addrs_.size) {
       broken_ = true;
@@ -76,6 +80,24 @@ class SplitRing {
   void prefetch_descs(uint16_t count) const {
     for (uint16_t i = 0; i < count; ++i) prefetch_desc(avail_head(i));
   }
+
+  // Giving descriptor lines back (line_release.h): `mode`, for kAuto with the placement probed
+  // on our avail index at `tsc_hz`, or taken from `placement_from` (a guest RX ring: its queue
+  // pair's TX ring's, which the guest's every transmit burst writes). Off where the CPU cannot.
+  void set_line_release(LineRelease mode, uint64_t tsc_hz,
+                        const PlacementProbe* placement_from = nullptr);
+  LineRelease line_release() const { return line_release_; }
+  const PlacementProbe& placement() const { return probe_; }
+  // Whether a burst gives its descriptor lines back; `waited_on_guest`: it took all the guest had
+  // posted (the guest is the bottleneck, so our CPU has cycles to spare).
+  bool releases_lines(bool waited_on_guest) const {
+    return line_release_ == LineRelease::kOn ||
+           (line_release_ == LineRelease::kAuto && waited_on_guest &&
+            (placement_from_ != nullptr ? placement_from_ : &probe_)->far());
+  }
+  // Gives back the table lines of the descriptors `heads` name (each line once when heads that
+  // share it come together; heads outside the table are skipped). Returns the lines given back.
+  uint16_t release_descs(const uint16_t* heads, uint16_t count) const;
 
   // Stages a used entry; the guest sees it after publish_used(). Entries collect in a local shadow
   // copied to the ring together, never more than the ring holds at once (docs/architecture.md,
@@ -128,12 +150,16 @@ class SplitRing {
   VringUsedElem shadow_[kShadowSize];
   uint16_t mask_ = 0;
   uint16_t last_avail_ = 0;
+  uint16_t seen_avail_ = 0;  // the avail index as our latest load read it
   uint16_t last_used_ = 0;
   uint16_t signalled_used_ = 0;
   bool signalled_used_valid_ = false;
   bool event_idx_ = false;
   bool kicks_enabled_ = false;
   bool broken_ = false;
+  LineRelease line_release_ = LineRelease::kOff;
+  PlacementProbe probe_;
+  const PlacementProbe* placement_from_ = nullptr;  // whose far() kAuto follows, if not probe_
 };
 
 }  // namespace vqs

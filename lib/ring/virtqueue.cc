@@ -66,6 +66,7 @@ bool VirtQueue::start(const Setup& setup) {
       ring_.detach();
       return false;
     }
+    ring_.set_line_release(setup.line_release, setup.tsc_hz, setup.placement_from);
     reader_ =
         DescChainReader(setup.addrs.desc, setup.addrs.size, setup.memory, features_.indirect_desc);
     size = setup.addrs.size;

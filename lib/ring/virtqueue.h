@@ -14,6 +14,7 @@
 #include "ring/guest_memory.h"
 #include "ring/guest_notifier.h"
 #include "ring/io_vec.h"
+#include "ring/line_release.h"
 #include "ring/net_features.h"
 #include "ring/notify_policy.h"
 #include "ring/packed_batch.h"
@@ -57,7 +58,12 @@ class VirtQueue {
     // Guest RX queues: coalescing and refill threshold for complete_rx_burst(). Unset: notify
     // after every burst the guest wants it, no threshold.
     std::optional<NotifyPolicy> notify;
-    uint64_t tsc_hz = 0;  // converts notify->coalesce_usecs to TSC cycles
+    // Converts notify->coalesce_usecs and the placement probe's thresholds to TSC cycles.
+    uint64_t tsc_hz = 0;
+    // Split rings: when descriptor lines go back to the guest once read (line_release.h), and
+    // for kAuto whose placement probe says where the guest is (nullptr: this ring's own).
+    LineRelease line_release = LineRelease::kAuto;
+    const PlacementProbe* placement_from = nullptr;
     // Live migration: while the frontend logs dirty pages, where our writes are reported (the
     // used ring, and receive buffers through log_written()). nullptr: not logging.
     DirtyLog* dirty_log = nullptr;
@@ -73,6 +79,8 @@ class VirtQueue {
   bool attached() const { return packed_ ? packed_ring_.attached() : ring_.attached(); }
   // The ring format, fixed from start() to stop(): bursts choose their code by it once.
   bool packed() const { return packed_; }
+  // Where the guest's CPU is, as this (split) ring's writes of its avail index say.
+  const PlacementProbe& placement() const { return ring_.placement(); }
   SplitRing& ring() { return ring_; }
   const SplitRing& ring() const { return ring_; }
   const DescChainReader& chain_reader() const { return reader_; }

@@ -20,4 +20,23 @@ std::optional<OptionConflict> find_option_conflict(const VhostPortOptions& optio
   return std::nullopt;
 }
 
+std::optional<LineRelease> parse_line_release(std::string_view word) {
+  if (word == "auto") return LineRelease::kAuto;
+  if (word == "on") return LineRelease::kOn;
+  if (word == "off") return LineRelease::kOff;
+  return std::nullopt;
+}
+
+const char* line_release_name(LineRelease mode) {
+  switch (mode) {
+    case LineRelease::kAuto:
+      return "auto";
+    case LineRelease::kOn:
+      return "on";
+    case LineRelease::kOff:
+      return "off";
+  }
+  return "?";
+}
+
 }  // namespace vqs

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "datapath/lend_policy.h"
+#include "ring/line_release.h"
 #include "ring/notify_policy.h"
 #include "vhost/socket_access.h"
 
@@ -32,6 +33,9 @@ struct VhostPortOptions {
   uint32_t zero_copy_min_len = kDefaultZeroCopyMinLen;
   // At the limit, copy (true) or wait for a lent chain to come back (benchmarks only).
   bool zero_copy_fallback = true;
+  // Split rings: descriptor lines read go back to the guest (auto: when its CPU shares no cache
+  // with ours and it is the bottleneck; line_release.h).
+  LineRelease desc_release = LineRelease::kAuto;
   bool operator==(const VhostPortOptions&) const = default;
 };
 
@@ -52,6 +56,10 @@ constexpr OptionLimits kRefillThreshold{0, NotifyPolicy::kMaxRefillThreshold,
                                         " (0: ring size / 2)"};
 constexpr OptionLimits kZeroCopyMinLen{64, 65535, " (bytes)"};
 }  // namespace vhost_limits
+
+// desc_release's words, as YAML and devargs take them: "auto", "on", "off".
+std::optional<LineRelease> parse_line_release(std::string_view word);
+const char* line_release_name(LineRelease mode);
 
 // A rule between options, broken: `key` (the same name in YAML and in devargs) was set where it
 // does not apply. Each parser words it its own way ("devarg 'reconnect'", "ports[0].reconnect").

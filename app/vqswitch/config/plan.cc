@@ -416,7 +416,8 @@ std::string format_plan(const Config& config, const Plan& plan) {
             << " us";
       else
         out << "off";
-      out << ", tx retries " << port.tx_retries_max << "\n";
+      out << ", tx retries " << port.tx_retries_max << ", desc release "
+          << line_release_name(port.vhost.desc_release) << "\n";
     } else {
       out << port.device;
       if (plan.port_nodes[p] != kAnyNode) out << " (node " << plan.port_nodes[p] << ")";

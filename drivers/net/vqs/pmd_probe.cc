@@ -140,12 +140,13 @@ static rte_vdev_driver vqs_vdev_driver = [] {
 }();
 
 RTE_PMD_REGISTER_VDEV(net_vqs, vqs_vdev_driver);
-RTE_PMD_REGISTER_PARAM_STRING(net_vqs,
-                              "iface=<path> queues=<1..128> client=<0|1> reconnect=<0|1> "
-                              "tso=<0|1> notify_coalesce_packets=<0..1024> "
-                              "notify_coalesce_usecs=<0..1000000> refill_threshold=<0..32768> "
-                              "zerocopy=<0|1> zerocopy_min_len=<64..65535> "
-                              "socket_mode=<octal, e.g. 0660> socket_group=<name|gid>");
+RTE_PMD_REGISTER_PARAM_STRING(
+    net_vqs,
+    "iface=<path> queues=<1..128> client=<0|1> reconnect=<0|1> "
+    "tso=<0|1> notify_coalesce_packets=<0..1024> "
+    "notify_coalesce_usecs=<0..1000000> refill_threshold=<0..32768> "
+    "zerocopy=<0|1> zerocopy_min_len=<64..65535> desc_release=<auto|on|off> "
+    "socket_mode=<octal, e.g. 0660> socket_group=<name|gid>");
 RTE_INIT(vqs_pmd_log_init) {
   const int type = rte_log_register_type_and_pick_level("pmd.net.vqs", RTE_LOG_NOTICE);
   if (type >= 0) vqs::pmd_logtype = type;

@@ -40,6 +40,26 @@ void post_rx_for(SimGuest& rx, uint16_t count) {
     rx.post_rx(count, 17 * 4096, 17, (rx.features() >> kRingFIndirectDesc) & 1);
 }
 
+// One burst of `count` frames of 60 + step * i bytes each way, compared in order; `rx_buffers`
+// posted first (post_rx_for's kind).
+void burst_each_way(Device& dev, int count, uint32_t step, uint16_t rx_buffers, uint32_t* seed) {
+  std::vector<std::vector<uint8_t>> sent;
+  for (int i = 0; i < count; ++i) {
+    SimPacket p;
+    p.data = make_frame(60 + step * i, ++*seed);
+    sent.push_back(p.data);
+    dev.tx.send(p);
+  }
+  const auto pkts = dev.dequeue();
+  REQUIRE(pkts.size() == size_t(count));
+  REQUIRE(dev.tx.take_used().size() == size_t(count));
+  post_rx_for(dev.rx, rx_buffers);
+  REQUIRE(dev.enqueue(pkts) == count);
+  const auto got = dev.rx.receive();
+  REQUIRE(got.size() == size_t(count));
+  for (int i = 0; i < count; ++i) CHECK(got[i].data == sent[i]);
+}
+
 void round_trip(Device& dev, uint32_t size, uint32_t seed, const TxLayout& layout) {
   SimPacket sent;
   sent.data = make_frame(size, seed);
@@ -95,24 +115,9 @@ TEST_CASE("bursts across the 16-bit index wrap-around") {
        {kModernFeatures, kModernFeatures | bit(kNetFMrgRxbuf) | bit(kRingFEventIdx)}) {
     Device dev(features, 512, 65500);
     uint32_t seed = 0;
-    for (int burst = 0; burst < 10; ++burst) {  // 10 x 20 entries: the indices pass 65535
-      std::vector<std::vector<uint8_t>> sent;
-      for (int i = 0; i < 20; ++i) {
-        SimPacket p;
-        p.data = make_frame(60 + 97 * i, ++seed);
-        sent.push_back(p.data);
-        dev.tx.send(p);
-      }
-      const auto pkts = dev.dequeue();
-      REQUIRE(pkts.size() == 20);
-      REQUIRE(dev.tx.take_used().size() == 20);
-      const bool mrg = (features >> kNetFMrgRxbuf) & 1;
-      post_rx_for(dev.rx, mrg ? 40 : 20);  // with mergeable buffers the larger ones take two
-      REQUIRE(dev.enqueue(pkts) == 20);
-      const auto got = dev.rx.receive();
-      REQUIRE(got.size() == 20);
-      for (int i = 0; i < 20; ++i) CHECK(got[i].data == sent[i]);
-    }
+    const bool mrg = (features >> kNetFMrgRxbuf) & 1;
+    for (int burst = 0; burst < 10; ++burst)              // 10 x 20 entries: the indices pass 65535
+      burst_each_way(dev, 20, 97, mrg ? 40 : 20, &seed);  // mergeable: the larger ones take two
     // Where the device stands: a split ring's index, or a packed ring's position (the same
     // count of one-descriptor chains, in laps of 512 slots).
     CHECK(dev.txq.used_base() == (dev.txq.packed() ? PackedPos{}.advanced(65500 + 200, 512).base()
@@ -142,7 +147,8 @@ TEST_CASE(
 
 TEST_CASE("round trips with the descriptor lines of every burst given back (desc_release on)",
           "[split]") {
-  for (uint64_t features : {kModernFeatures, kModernFeatures | bit(kNetFMrgRxbuf)}) {
+  for (uint64_t features : {kModernFeatures | bit(kNetFMrgRxbuf),
+                            kModernFeatures | bit(kNetFMrgRxbuf) | bit(kRingFEventIdx)}) {
     Device dev(features);
     VirtQueue::Setup tx_setup = dev.tx.setup(), rx_setup = dev.rx.setup();
     tx_setup.line_release = rx_setup.line_release = LineRelease::kOn;
@@ -151,23 +157,8 @@ TEST_CASE("round trips with the descriptor lines of every burst given back (desc
     REQUIRE(dev.txq.start(tx_setup));
     REQUIRE(dev.rxq.start(rx_setup));
     uint32_t seed = 0;
-    for (int burst = 0; burst < 40; ++burst) {  // 40 x 30 packets: the 256-entry rings wrap
-      std::vector<std::vector<uint8_t>> sent;
-      for (int i = 0; i < 30; ++i) {
-        SimPacket p;
-        p.data = make_frame(60 + 37 * i, ++seed);
-        sent.push_back(p.data);
-        dev.tx.send(p);
-      }
-      const auto pkts = dev.dequeue();
-      REQUIRE(pkts.size() == 30);
-      REQUIRE(dev.tx.take_used().size() == 30);
-      dev.rx.post_rx(30, 2048);  // one descriptor each, whole packets: the fast path
-      REQUIRE(dev.enqueue(pkts) == 30);
-      const auto got = dev.rx.receive();
-      REQUIRE(got.size() == 30);
-      for (int i = 0; i < 30; ++i) CHECK(got[i].data == sent[i]);
-    }
+    for (int burst = 0; burst < 40; ++burst)   // 40 x 30 packets: the 256-entry rings wrap
+      burst_each_way(dev, 30, 37, 30, &seed);  // up to 1133 bytes: one 1536-byte buffer each
     CHECK(dev.txq.stats().total_drops() == 0);
     CHECK(dev.rxq.stats().total_drops() == 0);
     if (line_release_supported()) {  // 30 descriptors a burst: 8 lines or more, each direction

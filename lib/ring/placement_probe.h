@@ -15,8 +15,8 @@ namespace vqs {
 class PlacementProbe {
  public:
   static constexpr uint32_t kSampleEvery = 64;  // polls a timed load (a few cycles a poll)
-  static constexpr uint32_t kNearNs = 50;       // average below: near
-  static constexpr uint32_t kFarNs = 70;        // average above: far
+  static constexpr uint32_t kNearNs = 75;       // average below: near
+  static constexpr uint32_t kFarNs = 85;        // average above: far
 
   // Samples from now on, reading the TSC at `tsc_hz`; 0 (or a CPU without the timing this
   // needs): never samples, never far. Starts near, with no samples.

@@ -23,7 +23,11 @@ inline uint64_t fenced_tsc() {
 }  // namespace
 
 void PlacementProbe::start(uint64_t tsc_hz) {
-  *this = PlacementProbe{};
+  // Field by field: far_ may be read meanwhile by the lcore of the queue pair's other ring.
+  enabled_ = false;
+  __atomic_store_n(&far_, false, __ATOMIC_RELAXED);
+  countdown_ = kSampleEvery;
+  near_cycles_ = far_cycles_ = average_ = samples_ = 0;
 #if defined(__x86_64__)
   if (tsc_hz == 0) return;
   enabled_ = true;

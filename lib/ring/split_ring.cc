@@ -24,7 +24,7 @@ bool SplitRing::attach(const SplitRingAddrs& addrs, uint16_t last_avail_idx, uin
   event_idx_ = event_idx;
   broken_ = false;
   line_release_ = LineRelease::kOff;  // until set_line_release()
-  probe_ = PlacementProbe{};
+  probe_.start(0);
   placement_from_ = nullptr;
   kicks_enabled_ = true;  // so that the call below writes the suppression state
   set_kicks_enabled(false);

@@ -76,3 +76,24 @@ TEST_CASE("placement probe: without a TSC rate it never samples and never says f
   for (uint32_t i = 0; i < 4 * PlacementProbe::kSampleEvery; ++i) CHECK_FALSE(probe.due());
   CHECK_FALSE(probe.far());
 }
+
+TEST_CASE("placement probe: the reading monitoring shows, in ns") {
+  PlacementProbe probe;
+  CHECK_FALSE(probe.reading().measured);  // never started
+  probe.start(kHz);
+  CHECK_FALSE(probe.reading().measured);  // no samples yet
+  probe.add_sample(kFar);
+  PlacementProbe::Reading r = probe.reading();
+  CHECK(r.measured);
+  CHECK(r.far);
+  CHECK(r.line_ns == kFar / 2);
+  for (int i = 0; i < 40; ++i) probe.add_sample(kNear);
+  r = probe.reading();
+  CHECK_FALSE(r.far);
+  CHECK(r.line_ns >= kNear / 2);
+  CHECK(r.line_ns < PlacementProbe::kNearNs);
+  probe.start(0);  // stopped: what it measured is gone
+  r = probe.reading();
+  CHECK_FALSE(r.measured);
+  CHECK(r.line_ns == 0);
+}

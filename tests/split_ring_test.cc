@@ -292,6 +292,16 @@ TEST_CASE(
   CHECK(ring.placement().samples() > 0);
   CHECK_FALSE(ring.placement().far());
   CHECK_FALSE(ring.releases_lines(true));
+  const PlacementProbe::Reading reading = ring.placement().reading();
+  CHECK(reading.measured);
+  CHECK_FALSE(reading.far);
+  CHECK(reading.line_ns > 0);
+
+  // Detached (the guest stopped the ring), there is nothing to measure any more.
+  SplitRing detached = ring;
+  detached.detach();
+  CHECK_FALSE(detached.placement().enabled());
+  CHECK_FALSE(detached.placement().reading().measured);
 
   ring.set_line_release(LineRelease::kOff, 2000000000);
   CHECK_FALSE(ring.releases_lines(true));

@@ -21,11 +21,11 @@ class PlacementProbe {
   // Samples from now on, reading the TSC at `tsc_hz`; 0 (or a CPU without the timing this
   // needs): never samples, never far. Starts near, with no samples.
   void start(uint64_t tsc_hz);
-  bool enabled() const { return enabled_; }
+  bool enabled() const { return __atomic_load_n(&enabled_, __ATOMIC_RELAXED); }
 
   // Per poll: whether this poll's load is the timed one.
   bool due() {
-    if (!enabled_ || --countdown_ != 0) return false;
+    if (!enabled() || --countdown_ != 0) return false;
     countdown_ = kSampleEvery;
     return true;
   }
@@ -36,8 +36,18 @@ class PlacementProbe {
 
   // Read by the lcore of the queue pair's other ring as well (SplitRing::set_line_release).
   bool far() const { return __atomic_load_n(&far_, __ATOMIC_RELAXED); }
-  uint64_t average_cycles() const { return average_; }
-  uint64_t samples() const { return samples_; }
+  uint64_t average_cycles() const { return __atomic_load_n(&average_, __ATOMIC_RELAXED); }
+  uint64_t samples() const { return __atomic_load_n(&samples_, __ATOMIC_RELAXED); }
+
+  // What the probe says, for monitoring from any thread (a burst old at worst).
+  struct Reading {
+    bool measured = false;  // probing, with samples
+    bool far = false;
+    uint32_t line_ns = 0;  // the samples' running average
+    // As monitoring shows it: "far" (no cache shared), "near" or "unmeasured".
+    const char* name() const { return !measured ? "unmeasured" : far ? "far" : "near"; }
+  };
+  Reading reading() const;
 
  private:
   // A sample counts 1/2^kWeightShift: the average follows a move within ~20 samples.
@@ -45,6 +55,7 @@ class PlacementProbe {
 
   bool enabled_ = false;
   bool far_ = false;
+  uint64_t tsc_hz_ = 0;
   uint32_t countdown_ = kSampleEvery;
   uint64_t near_cycles_ = 0;
   uint64_t far_cycles_ = 0;

@@ -36,6 +36,7 @@ class SplitRing {
   void detach() {
     addrs_ = SplitRingAddrs{};
     log_ = nullptr;
+    probe_.start(0);  // nothing to measure: a packed session next must not show this one's
   }
   // Live migration: every used-ring write from now on is reported to `log` (nullptr: none).
   void set_dirty_log(DirtyLog* log) { log_ = log; }

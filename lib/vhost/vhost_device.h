@@ -20,6 +20,7 @@
 #include "ring/guest_mapping.h"
 #include "ring/guest_memory.h"
 #include "ring/notify_policy.h"
+#include "ring/placement_probe.h"
 #include "ring/virtqueue.h"
 #include "vhost/queue_gate.h"
 #include "vhost/socket_access.h"
@@ -142,6 +143,12 @@ class VhostDevice {
     return vrings_[vring].zero_copy ? vrings_[vring].zero_copy->limit() : 0;
   }
   bool zero_copy_enabled(uint16_t vring) const { return vrings_[vring].zero_copy != nullptr; }
+  // Whether the guest's CPU shares a cache with the lcore polling `vring`'s queue pair, as its
+  // guest TX ring's placement probe measured it (desc_release auto on a split ring; otherwise
+  // not measured). From any thread.
+  PlacementProbe::Reading guest_placement(uint16_t vring) const {
+    return vrings_[vring | 1].queue.ring().placement().reading();
+  }
   // Times a completion woke the vring's sleeping owner (see arm_kicks).
   uint64_t zero_copy_wakeups(uint16_t vring) const {
     return vrings_[vring].zero_copy ? vrings_[vring].zero_copy->wakes() : 0;

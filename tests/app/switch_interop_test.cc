@@ -41,6 +41,7 @@
 #include "datapath/eal_dma_registrar.h"
 #include "fake_numa_topology.h"
 #include "ports/guest_port.h"
+#include "ring/line_release.h"
 #include "ring_tx_cleanup.h"
 
 namespace vqs::app::test {
@@ -1239,6 +1240,42 @@ TEST_CASE("telemetry: /vqswitch/ports, /vqswitch/lcores and /vqswitch/queues ans
   INFO(one);
   CHECK(one.find("{\"/vqswitch/queues\":{\"port\":\"tel0a\",\"queue\":0,\"lcore\":1,") == 0);
   CHECK(one.find("\"rx_packets\":3") != std::string::npos);
+  // Where tel0a's guest runs, by desc_release auto's probe: one timed load in 64 polls, counted
+  // when the guest moved its index since the lcore's previous load. Frames one at a time.
+  std::string placed = one;
+  for (uint32_t i = 0;
+       i < 5000 && placed.find("\"guest_cache\":\"unmeasured\"") != std::string::npos; ++i) {
+    exchange(a, b, kMacB, kMacA, {60}, 100 + i);
+    placed = telemetry("/vqswitch/queues,tel0a:0");
+  }
+  INFO(placed);
+  if (line_release_supported()) {  // else auto is off: nothing measured
+    CHECK((placed.find("\"guest_cache\":\"near\"") != std::string::npos ||
+           placed.find("\"guest_cache\":\"far\"") != std::string::npos));
+    CHECK(placed.find("\"guest_line_ns\":0,") == std::string::npos);
+    CHECK(placed.find("\"guest_line_ns\":0}") == std::string::npos);
+    // vqswitchctl rxq-show tells the same.
+    LoadSampler load(sw.get());
+    RxqBalancer balancer(sw.get(), load);
+    ControlCommands commands(sw.get(), load, balancer);
+    const ControlReply rxq = commands.run({"rxq-show", "--json"});
+    REQUIRE(rxq.ok);
+    const nlohmann::json queues_json = nlohmann::json::parse(rxq.text);
+    bool shown = false;
+    for (const auto& q : queues_json["rx_queues"]) {
+      if (q["port"] != "tel0a") continue;
+      shown = true;
+      CHECK((q["guest_cache"] == "near" || q["guest_cache"] == "far"));
+      CHECK(q["guest_line_ns"].get<uint64_t>() > 0);
+    }
+    CHECK(shown);
+    const ControlReply text = commands.run({"rxq-show"});
+    INFO(text.text);
+    CHECK((text.text.find(" guest cache near (") != std::string::npos ||
+           text.text.find(" guest cache far (") != std::string::npos));
+  } else {
+    CHECK(placed.find("\"guest_cache\":\"unmeasured\"") != std::string::npos);
+  }
   telemetry_attach(nullptr);
   CHECK(telemetry("/vqswitch/ports") == "{\"/vqswitch/ports\":[]}");
 }

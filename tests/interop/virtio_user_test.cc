@@ -155,6 +155,37 @@ TEST_CASE("desc_release=on and off: bursts both ways, the lines given back count
   CHECK(pool_full());
 }
 
+TEST_CASE("desc_release auto: the placement probe's reading in both queues' xstats, none if off") {
+  if (!clflushopt_supported()) return;  // auto is off on such a CPU: nothing is probed
+  for (const bool probes : {true, false}) {
+    INFO("desc_release " << (probes ? "auto" : "off"));
+    HostPort host(1, probes ? "" : ",desc_release=off");  // auto: the default
+    GuestPort guest(host);
+    // One load in kSampleEvery polls is timed, and counts when the guest moved its index since
+    // our previous load: a varying number of empty polls between frames moves where it lands.
+    uint64_t line_ns = 0;
+    uint32_t seed = 0;
+    for (int round = 0; round < (probes ? 4000 : 400) && line_ns == 0; ++round) {
+      rte_mbuf* none[1];
+      for (int i = 0; i < round % 3; ++i) REQUIRE(rte_eth_rx_burst(host.port(), 0, none, 1) == 0);
+      one_way(guest.port(), host.port(), 0, 60, ++seed);
+      line_ns = xstat(host.port(), "rx_q0_guest_line_ns");
+    }
+    const uint64_t far = xstat(host.port(), "rx_q0_guest_cache_far");
+    if (probes) {
+      CHECK(line_ns > 0);
+      CHECK(far <= 1);
+      // The guest RX ring follows its queue pair's TX ring: the same reading.
+      CHECK(xstat(host.port(), "tx_q0_guest_line_ns") == line_ns);
+      CHECK(xstat(host.port(), "tx_q0_guest_cache_far") == far);
+    } else {
+      CHECK(line_ns == 0);
+      CHECK(far == 0);
+    }
+  }
+  CHECK(pool_full());
+}
+
 TEST_CASE("a packed-ring guest (packed_vq=1): every path, both directions, many laps") {
   struct Path {
     bool mrg, in_order;

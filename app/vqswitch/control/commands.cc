@@ -294,6 +294,14 @@ Json ControlCommands::rxq_show() const {
       r["packets_total"] = slot.port->rx_counters(slot.queue).rx_packets;  // since it was added
       r["weight_packets"] = slot.weight.packets;
       r["weight_bytes"] = slot.weight.bytes;
+      if (slot.port->is_guest()) {
+        // Whether the guest's CPU shares a cache with this lcore's (desc_release auto).
+        const PlacementProbe::Reading placement =
+            static_cast<const GuestPort*>(slot.port)->device().guest_placement(
+                guest_tx_vring(slot.queue));
+        r["guest_cache"] = placement.name();
+        r["guest_line_ns"] = placement.line_ns;
+      }
       queues.push_back(std::move(r));
     }
   }
@@ -586,6 +594,9 @@ std::string rxq_show_text(const Json& j) {
     if (q["cross_numa"].get<bool>())
       out += format("  (cross-NUMA: port on node %d, lcore on node %d)",
                     q["port_numa_node"].get<int>(), q["lcore_numa_node"].get<int>());
+    if (q.contains("guest_cache") && q["guest_cache"] != "unmeasured")
+      out += format("  guest cache %s (%u ns)", q["guest_cache"].get<std::string>().c_str(),
+                    q["guest_line_ns"].get<unsigned>());
     out += "\n";
   }
   return out;

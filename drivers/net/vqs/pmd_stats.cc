@@ -8,8 +8,8 @@
 namespace vqs {
 namespace {
 
-// Per-queue values not subject to resets: guest TX zero-copy's settings and state; 0
-// with zero-copy off.
+// Per-queue values not subject to resets: guest TX zero-copy's settings and state (0 with
+// zero-copy off), and where the guest's CPU is (0 while not measured).
 struct Gauge {
   const char* name;
   uint64_t (*read)(const VhostDevice&, uint16_t vring);
@@ -27,6 +27,13 @@ constexpr Gauge kGauges[] = {
     // ended, so their descriptors went back to no ring.
     {"zerocopy_orphans",
      [](const VhostDevice& d, uint16_t v) -> uint64_t { return d.zero_copy_orphans(v); }},
+    // The queue pair's placement probe (desc_release auto, split rings): 1 when the guest's CPU
+    // shares no cache with the polling lcore's; the time a line the guest wrote took to reach
+    // us, averaged.
+    {"guest_cache_far",
+     [](const VhostDevice& d, uint16_t v) -> uint64_t { return d.guest_placement(v).far; }},
+    {"guest_line_ns",
+     [](const VhostDevice& d, uint16_t v) -> uint64_t { return d.guest_placement(v).line_ns; }},
 };
 // Drops by every reason but kNoGuestBuffer: the PMD's tx burst hands such packets back to the
 // caller instead of dropping them, so that counter would always read 0.

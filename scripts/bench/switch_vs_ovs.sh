@@ -383,6 +383,24 @@ guest() {
 }
 log_size() { stat -c %s "$1"; }
 
+# guest_placement INDEX: where vqswitch INDEX's desc_release probe puts its first guest ("far/128":
+# class and line ns, "unmeasured/0" when it does not probe); "-" for OVS-DPDK.
+guest_placement() {
+  [ "$1" -eq 0 ] && { echo -; return; }
+  local port=vm0
+  [ "$scenario" = share ] && port=vm1
+  echo "/vqswitch/queues,$port:0" | dpdk-telemetry.py -f "$tag-vqs$1" 2>/dev/null |
+    python3 -c 'import json, sys
+for line in sys.stdin:
+    line = line.strip()
+    if line.startswith("{"):
+        d = json.loads(line).get("/vqswitch/queues", {}) or {}
+        if "guest_cache" in d:
+            print("%s/%s" % (d["guest_cache"], d["guest_line_ns"])); break
+else:
+    print("-")'
+}
+
 # switch_counters INDEX: "busy_cycles packets" of switch INDEX so far (OVS: since the last clear).
 switch_counters() {
   if [ "$1" -eq 0 ]; then
@@ -403,9 +421,10 @@ else:
 }
 
 # period INDEX SCENARIO GUEST_PORTS: forward through switch INDEX for one period; prints
-# "Mpps cycles/packet state probe" (state: with --cpu-state the placement class and the median
-# line latency, "far/214", else none; probe, in noisy and probe: "p50/p99/p999/lost/sent/cpu"
-# with latencies in ns and the switch process's CPU use in % of one CPU; else -).
+# "Mpps cycles/packet state probe placed" (state: with --cpu-state the placement class and the
+# median line latency, "far/214", else none; probe, in noisy and probe: "p50/p99/p999/lost/sent/cpu"
+# with latencies in ns and the switch process's CPU use in % of one CPU, else -; placed: what
+# vqswitch's own probe said at the period's end, guest_placement).
 period() {
   local i=$1 scenario=$2 ports=$3 key=Tx-pps at rate c0 p0 c1 p1 state=none probe
   case "$scenario" in guest-rx | vm2vm | probe | intr-rx) key=Rx-pps ;; esac
@@ -436,6 +455,8 @@ period() {
   t1=$(date +%s%N)
   sleep 0.3
   read -r c1 p1 <<<"$(switch_counters "$i")"
+  local placed
+  placed=$(guest_placement "$i")
   guest stop
   sleep 0.3
   kill -STOP "${sw_pids[$i]}"
@@ -453,7 +474,7 @@ period() {
     awk '/Share-pps:/ {$1 = ""; p = $0} /Share-Bps:/ {$1 = ""; b = $0}
       END {gsub(/^ +/, "", p); gsub(/^ +/, "", b); gsub(/ +/, ":", p); gsub(/ +/, ":", b); print p "/" b}')
   awk -v r="$rate" -v c0="$c0" -v c1="$c1" -v p0="$p0" -v p1="$p1" -v k="$state" -v q="${probe:--}" \
-    'BEGIN {printf "%s %.0f %s %s\n", r, (p1 > p0) ? (c1 - c0) / (p1 - p0) : 0, k, q}'
+    -v g="${placed:--}" 'BEGIN {printf "%s %.0f %s %s %s\n", r, (p1 > p0) ? (c1 - c0) / (p1 - p0) : 0, k, q, g}'
 }
 
 # probe_summary "p50/p99/p999/lost/sent ...": the medians of the periods' percentiles (us) and the
@@ -581,9 +602,11 @@ for scenario in $scenarios; do
       declare -A this=() this_class=() this_cycles=()
       for i in $order; do
         ports=$(seq -s, $((i * per_switch)) $((i * per_switch + per_switch - 1)))
-        read -r rate cyc state probe < <(period "$i" "$scenario" "$ports")
+        read -r rate cyc state probe placed < <(period "$i" "$scenario" "$ports")
         class=${state%/*} where=${state/\// }
         [ "$state" = "$class" ] || where+=" ns"
+        # vqswitch's own verdict beside the harness's (desc_release auto).
+        [ "$placed" = - ] || where+=", guest ${placed/\// } ns"
         probes[$i]+=" $probe"
         rates[$i]+=" $rate"
         cycles[$i]+=" $cyc"

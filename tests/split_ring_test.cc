@@ -308,6 +308,39 @@ TEST_CASE(
   CHECK_FALSE(ring.placement().enabled());
 }
 
+TEST_CASE("buffer_release: its own mode, the same gate; auto probes even with desc_release off") {
+  SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};
+  SimGuest guest{mem, 64, 0};
+  SplitRing ring = attach(guest);
+  CHECK(ring.buffer_release() == LineRelease::kOff);
+  CHECK_FALSE(ring.releases_buffer_lines(true));
+  if (!line_release_supported()) {
+    ring.set_line_release(LineRelease::kOff, 2000000000, nullptr, LineRelease::kOn);
+    CHECK(ring.buffer_release() == LineRelease::kOff);
+    return;
+  }
+  ring.set_line_release(LineRelease::kOff, 2000000000, nullptr, LineRelease::kOn);
+  CHECK(ring.releases_buffer_lines(false));
+  CHECK_FALSE(ring.releases_lines(true));
+  CHECK_FALSE(ring.placement().enabled());
+  ring.set_line_release(LineRelease::kOff, 2000000000, nullptr, LineRelease::kAuto);
+  CHECK(ring.placement().enabled());              // buffer_release auto needs the placement too
+  CHECK_FALSE(ring.releases_buffer_lines(true));  // near until a far crossing is seen
+  ring.set_line_release(LineRelease::kOn, 2000000000);  // buffers: off by default
+  CHECK_FALSE(ring.releases_buffer_lines(true));
+}
+
+TEST_CASE("a copied packet's head lines: its first 64 bytes, each line once") {
+  alignas(64) uint8_t buffer[256];
+  if (!line_release_supported()) return;  // CLFLUSHOPT would fault
+  CHECK(release_packet_head(buffer, 60) == 1);
+  CHECK(release_packet_head(buffer, 1500) == 1);     // the payload is left alone
+  CHECK(release_packet_head(buffer + 12, 60) == 2);  // a head across two lines
+  CHECK(release_packet_head(buffer + 12, 40) == 1);
+  CHECK(release_packet_head(buffer + 63, 1) == 1);
+  CHECK(release_packet_head(buffer + 64, 1500) == 1);
+}
+
 TEST_CASE("a guest RX ring follows its queue pair's TX ring's placement") {
   if (!line_release_supported()) return;
   SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};

@@ -92,7 +92,9 @@ TEST_CASE("vhost options: devargs and YAML refuse the same combinations") {
   }
 }
 
-TEST_CASE("vhost options: desc_release takes auto, on and off in devargs and YAML alike") {
+TEST_CASE(
+    "vhost options: desc_release and buffer_release take auto, on and off in devargs and YAML "
+    "alike") {
   const struct {
     const char* word;
     LineRelease mode;
@@ -101,27 +103,32 @@ TEST_CASE("vhost options: desc_release takes auto, on and off in devargs and YAM
   const auto defaults = parse_devargs("iface=/tmp/opt.sock", &error);
   REQUIRE(defaults);
   CHECK(defaults->desc_release == LineRelease::kAuto);
-  for (const auto& w : words) {
-    INFO(w.word);
-    const auto d =
-        parse_devargs((std::string("iface=/tmp/opt.sock,desc_release=") + w.word).c_str(), &error);
-    REQUIRE(d);
-    CHECK(d->desc_release == w.mode);
-    const std::string text = std::string("version: 1\nports:\n  - {name: vm0, type: vhost, ") +
-                             "socket: /tmp/opt.sock, desc_release: " + w.word +
-                             "}\nforwarding: {mode: bridge}\n";
-    const auto c = app::parse_config(text, "t.yaml", &error);
-    REQUIRE(c);
-    CHECK(c->ports[0].vhost.desc_release == w.mode);
-    CHECK(line_release_name(w.mode) == std::string(w.word));
+  CHECK(defaults->buffer_release == LineRelease::kAuto);
+  for (const std::string key : {"desc_release", "buffer_release"}) {
+    auto mode_of = [&](const VhostPortOptions& o) {
+      return key == "desc_release" ? o.desc_release : o.buffer_release;
+    };
+    for (const auto& w : words) {
+      INFO(key << " " << w.word);
+      const auto d = parse_devargs(("iface=/tmp/opt.sock," + key + "=" + w.word).c_str(), &error);
+      REQUIRE(d);
+      CHECK(mode_of(*d) == w.mode);
+      const std::string text = std::string("version: 1\nports:\n  - {name: vm0, type: vhost, ") +
+                               "socket: /tmp/opt.sock, " + key + ": " + w.word +
+                               "}\nforwarding: {mode: bridge}\n";
+      const auto c = app::parse_config(text, "t.yaml", &error);
+      REQUIRE(c);
+      CHECK(mode_of(c->ports[0].vhost) == w.mode);
+      CHECK(line_release_name(w.mode) == std::string(w.word));
+    }
+    CHECK_FALSE(parse_devargs(("iface=/tmp/opt.sock," + key + "=1").c_str(), &error));
+    CHECK(error.find(key) != std::string::npos);
+    CHECK(error.find("auto, on or off") != std::string::npos);
+    CHECK_FALSE(app::parse_config(
+        "version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/opt.sock, " + key +
+            ": yes}\nforwarding: {mode: bridge}\n",
+        "t.yaml", &error));
+    CHECK(error.find(key) != std::string::npos);
+    CHECK(error.find("t.yaml") != std::string::npos);
   }
-  CHECK_FALSE(parse_devargs("iface=/tmp/opt.sock,desc_release=1", &error));
-  CHECK(error.find("desc_release") != std::string::npos);
-  CHECK(error.find("auto, on or off") != std::string::npos);
-  CHECK_FALSE(app::parse_config(
-      "version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/opt.sock, desc_release: "
-      "yes}\nforwarding: {mode: bridge}\n",
-      "t.yaml", &error));
-  CHECK(error.find("desc_release") != std::string::npos);
-  CHECK(error.find("t.yaml") != std::string::npos);
 }

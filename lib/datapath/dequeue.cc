@@ -7,6 +7,7 @@
 
 #include "datapath/net_offload.h"
 #include "datapath/zero_copy_lend.h"
+#include "ring/line_release.h"
 #include "ring/ring_burst.h"
 #include "ring/virtio_net_hdr.h"
 
@@ -107,11 +108,13 @@ enum class ChainOutcome : uint8_t {
 
 // The fast path: one descriptor holding header and packet, the packet fitting `m`, too short to
 // lend. Returns false (nothing done) when the chain is not of that kind. Takes plain values, not
-// the BurstContext, so that they stay in registers across the loop.
+// the BurstContext, so that they stay in registers across the loop. `release_head`: the packet's
+// head lines go back to the guest once copied (buffer_release).
 inline __attribute__((always_inline)) bool copy_single_buffer(uint8_t* single, uint32_t single_len,
                                                               uint32_t hdr_size,
                                                               uint32_t lend_min_len, rte_mbuf* m,
-                                                              QueueStats& stats, bool* dropped) {
+                                                              QueueStats& stats, bool* dropped,
+                                                              bool release_head) {
   if (single == nullptr || single_len < hdr_size + RTE_ETHER_HDR_LEN ||
       single_len - hdr_size > rte_pktmbuf_tailroom(m) || single_len - hdr_size >= lend_min_len) {
     return false;
@@ -120,6 +123,7 @@ inline __attribute__((always_inline)) bool copy_single_buffer(uint8_t* single, u
   VirtioNetHdr hdr;
   std::memcpy(&hdr, single, sizeof(hdr));
   std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), single + hdr_size, pkt_len);
+  if (release_head) stats.buffer_lines_released += release_packet_head(single + hdr_size, pkt_len);
   m->data_len = static_cast<uint16_t>(pkt_len);
   m->pkt_len = pkt_len;
   *dropped = (hdr.flags != 0 || hdr.gso_type != kNetHdrGsoNone) && !apply_guest_tx_offload(hdr, m);
@@ -235,6 +239,9 @@ BurstResult dequeue_burst_on(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts,
                                 stash,        zero_copy,
                                 lending,      hdr_size,
                                 lend_min_len, zero_copy != nullptr && zero_copy->dma_ready()};
+  // A burst that empties the ring waits on the guest: if it is far, the heads of the packets
+  // copied go back, so that its next writes of headers there need not take them from us.
+  const bool release_heads = burst.releases_buffer_lines(takes_all);
   uint16_t consumed = 0;   // chains taken from the ring
   uint16_t out = 0;        // packets delivered in pkts[]
   uint16_t allocated = 0;  // pkts[out, allocated) are fresh mbufs not yet used
@@ -253,7 +260,8 @@ BurstResult dequeue_burst_on(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts,
     uint8_t* const single = burst.single_buffer(head, ChainAccess::kDeviceReads, &single_len);
     bool dropped = false;
     uint32_t pkt_len = single_len - hdr_size;
-    if (copy_single_buffer(single, single_len, hdr_size, lend_min_len, m, stats, &dropped)) {
+    if (copy_single_buffer(single, single_len, hdr_size, lend_min_len, m, stats, &dropped,
+                           release_heads)) {
       burst.put_sent(head);
       ++consumed;
       if (dropped) continue;

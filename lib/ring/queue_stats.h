@@ -81,8 +81,10 @@ struct alignas(64) QueueStats {
   // Times the guest corrupted the ring (avail index ahead by more than the ring size); the queue
   // is then not served until it is restarted.
   uint64_t ring_broken = 0;
-  // Descriptor-table lines given back to the guest once read (line_release.h).
+  // Descriptor-table lines given back to the guest once read, and guest TX packet-head lines
+  // once copied (line_release.h).
   uint64_t desc_lines_released = 0;
+  uint64_t buffer_lines_released = 0;
 
   void count_drop(DropReason reason, uint64_t n = 1) { drops[static_cast<int>(reason)] += n; }
   uint64_t dropped(DropReason reason) const { return drops[static_cast<int>(reason)]; }
@@ -131,6 +133,7 @@ inline constexpr QueueCounter kQueueCounters[] = {
     {"zerocopy_limit_copies", &QueueStats::zero_copy_limit_copies},
     {"zerocopy_limit_waits", &QueueStats::zero_copy_limit_waits},
     {"desc_lines_released", &QueueStats::desc_lines_released},
+    {"buffer_lines_released", &QueueStats::buffer_lines_released},
 };
 
 }  // namespace vqs

@@ -48,6 +48,10 @@ class SplitBurst {
   // Once the first `count` chains are read: their first descriptors' lines go back to the guest
   // when the ring says so (SplitRing::releases_lines). The hint pass read those descriptors,
   // and only those are given back.
+  // Whether the packets copied in this burst give their head lines back (buffer_release).
+  bool releases_buffer_lines(bool waited_on_guest) const {
+    return ring_.releases_buffer_lines(waited_on_guest);
+  }
   void release_lines(uint16_t count, bool waited_on_guest) {
     if (!ring_.releases_lines(waited_on_guest)) return;
     vq_.stats().desc_lines_released +=
@@ -147,6 +151,7 @@ class PackedBurst {
   }
   uint16_t id(uint16_t h) const { return batch_.id(h); }
   // A packed ring's descriptors take our used writes as well: not given back (SplitBurst's).
+  bool releases_buffer_lines(bool /*waited_on_guest*/) const { return false; }
   void release_lines(uint16_t /*count*/, bool /*waited_on_guest*/) {}
   uint16_t ring_slots(uint16_t h) const { return batch_.chain_slots(h); }
   void consume(uint16_t count) {

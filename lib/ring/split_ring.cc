@@ -23,7 +23,7 @@ bool SplitRing::attach(const SplitRingAddrs& addrs, uint16_t last_avail_idx, uin
   signalled_used_valid_ = false;
   event_idx_ = event_idx;
   broken_ = false;
-  line_release_ = LineRelease::kOff;  // until set_line_release()
+  line_release_ = buffer_release_ = LineRelease::kOff;  // until set_line_release()
   probe_.start(0);
   placement_from_ = nullptr;
   kicks_enabled_ = true;  // so that the call below writes the suppression state
@@ -31,10 +31,14 @@ bool SplitRing::attach(const SplitRingAddrs& addrs, uint16_t last_avail_idx, uin
   return true;
 }
 
-void SplitRing::set_line_release(LineRelease mode, uint64_t tsc_hz,
-                                 const PlacementProbe* placement_from) {
-  line_release_ = line_release_supported() ? mode : LineRelease::kOff;
-  const bool probes = line_release_ == LineRelease::kAuto && placement_from == nullptr;
+void SplitRing::set_line_release(LineRelease descs, uint64_t tsc_hz,
+                                 const PlacementProbe* placement_from, LineRelease buffers) {
+  const bool can = line_release_supported();
+  line_release_ = can ? descs : LineRelease::kOff;
+  buffer_release_ = can ? buffers : LineRelease::kOff;
+  const bool probes =
+      (line_release_ == LineRelease::kAuto || buffer_release_ == LineRelease::kAuto) &&
+      placement_from == nullptr;
   probe_.start(probes ? tsc_hz : 0);
   placement_from_ = placement_from;
 }

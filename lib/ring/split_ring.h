@@ -82,19 +82,25 @@ class SplitRing {
     for (uint16_t i = 0; i < count; ++i) prefetch_desc(avail_head(i));
   }
 
-  // Giving descriptor lines back (line_release.h): `mode`, for kAuto with the placement probed
-  // on our avail index at `tsc_hz`, or taken from `placement_from` (a guest RX ring: its queue
-  // pair's TX ring's, which the guest's every transmit burst writes). Off where the CPU cannot.
-  void set_line_release(LineRelease mode, uint64_t tsc_hz,
-                        const PlacementProbe* placement_from = nullptr);
+  // Giving lines back (line_release.h): descriptor lines by `descs`, and (guest TX rings) the
+  // heads of the packets copied out of the guest's buffers by `buffers`; for kAuto with the
+  // placement probed on our avail index at `tsc_hz`, or taken from `placement_from` (a guest RX
+  // ring: its queue pair's TX ring's, which the guest's every transmit burst writes). Off where
+  // the CPU cannot.
+  void set_line_release(LineRelease descs, uint64_t tsc_hz,
+                        const PlacementProbe* placement_from = nullptr,
+                        LineRelease buffers = LineRelease::kOff);
   LineRelease line_release() const { return line_release_; }
+  LineRelease buffer_release() const { return buffer_release_; }
   const PlacementProbe& placement() const { return probe_; }
-  // Whether a burst gives its descriptor lines back; `waited_on_guest`: it took all the guest had
-  // posted (the guest is the bottleneck, so our CPU has cycles to spare).
+  // Whether a burst gives its descriptor lines (the packets' head lines) back; `waited_on_guest`:
+  // it took all the guest had posted (the guest is the bottleneck, so our CPU has cycles to
+  // spare).
   bool releases_lines(bool waited_on_guest) const {
-    return line_release_ == LineRelease::kOn ||
-           (line_release_ == LineRelease::kAuto && waited_on_guest &&
-            (placement_from_ != nullptr ? placement_from_ : &probe_)->far());
+    return releases(line_release_, waited_on_guest);
+  }
+  bool releases_buffer_lines(bool waited_on_guest) const {
+    return releases(buffer_release_, waited_on_guest);
   }
   // Gives back the table lines of the descriptors `heads` name (each line once when heads that
   // share it come together; heads outside the table are skipped). Returns the lines given back.
@@ -158,7 +164,14 @@ class SplitRing {
   bool event_idx_ = false;
   bool kicks_enabled_ = false;
   bool broken_ = false;
+  bool releases(LineRelease mode, bool waited_on_guest) const {
+    return mode == LineRelease::kOn ||
+           (mode == LineRelease::kAuto && waited_on_guest &&
+            (placement_from_ != nullptr ? placement_from_ : &probe_)->far());
+  }
+
   LineRelease line_release_ = LineRelease::kOff;
+  LineRelease buffer_release_ = LineRelease::kOff;
   PlacementProbe probe_;
   const PlacementProbe* placement_from_ = nullptr;  // whose far() kAuto follows, if not probe_
 };

@@ -66,7 +66,8 @@ bool VirtQueue::start(const Setup& setup) {
       ring_.detach();
       return false;
     }
-    ring_.set_line_release(setup.line_release, setup.tsc_hz, setup.placement_from);
+    ring_.set_line_release(setup.line_release, setup.tsc_hz, setup.placement_from,
+                           setup.buffer_release);
     reader_ =
         DescChainReader(setup.addrs.desc, setup.addrs.size, setup.memory, features_.indirect_desc);
     size = setup.addrs.size;

@@ -64,6 +64,8 @@ class VirtQueue {
     // for kAuto whose placement probe says where the guest is (nullptr: this ring's own).
     LineRelease line_release = LineRelease::kAuto;
     const PlacementProbe* placement_from = nullptr;
+    // Guest TX split rings: when the heads of packets copied out go back (line_release.h).
+    LineRelease buffer_release = LineRelease::kOff;
     // Live migration: while the frontend logs dirty pages, where our writes are reported (the
     // used ring, and receive buffers through log_written()). nullptr: not logging.
     DirtyLog* dirty_log = nullptr;

@@ -36,6 +36,9 @@ struct VhostPortOptions {
   // Split rings: descriptor lines read go back to the guest (auto: when its CPU shares no cache
   // with ours and it is the bottleneck; line_release.h).
   LineRelease desc_release = LineRelease::kAuto;
+  // Guest TX, split rings: the head lines of a packet copied out of the guest's buffer go back
+  // (its next writes there, the next packet's headers, then skip our copy; line_release.h).
+  LineRelease buffer_release = LineRelease::kAuto;
   bool operator==(const VhostPortOptions&) const = default;
 };
 
@@ -57,7 +60,7 @@ constexpr OptionLimits kRefillThreshold{0, NotifyPolicy::kMaxRefillThreshold,
 constexpr OptionLimits kZeroCopyMinLen{64, 65535, " (bytes)"};
 }  // namespace vhost_limits
 
-// desc_release's words, as YAML and devargs take them: "auto", "on", "off".
+// desc_release's and buffer_release's words, as YAML and devargs take them: "auto", "on", "off".
 std::optional<LineRelease> parse_line_release(std::string_view word);
 const char* line_release_name(LineRelease mode);
 

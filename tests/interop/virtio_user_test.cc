@@ -155,6 +155,30 @@ TEST_CASE("desc_release=on and off: bursts both ways, the lines given back count
   CHECK(pool_full());
 }
 
+TEST_CASE("buffer_release=on and off: the guest's packets copied, their head lines counted") {
+  for (const bool on : {true, false}) {
+    INFO("buffer_release " << (on ? "on" : "off"));
+    HostPort host(1, on ? ",buffer_release=on,desc_release=off" : ",buffer_release=off");
+    GuestPort guest(host);
+    uint32_t seed = 0;
+    for (int round = 0; round < 20; ++round) {
+      burst_one_way(guest.port(), host.port(), 0, 32, 60 + 71 * round, seed += 32);
+      burst_one_way(host.port(), guest.port(), 0, 32, 60 + 71 * round, seed += 32);
+    }
+    check_host_counts(host.port(), 20 * 32);
+    const uint64_t released = xstat(host.port(), "rx_q0_buffer_lines_released");
+    if (on && clflushopt_supported()) {
+      CHECK(released >= 20 * 32);  // one or two lines a packet, whatever its length
+      CHECK(released <= 2 * 20 * 32);
+      CHECK(xstat(host.port(), "rx_q0_desc_lines_released") == 0);
+    } else if (!on) {
+      CHECK(released == 0);
+    }
+    CHECK(xstat(host.port(), "tx_q0_buffer_lines_released") == 0);  // guest RX: never
+  }
+  CHECK(pool_full());
+}
+
 TEST_CASE("desc_release auto: the placement probe's reading in both queues' xstats, none if off") {
   if (!clflushopt_supported()) return;  // auto is off on such a CPU: nothing is probed
   for (const bool probes : {true, false}) {

@@ -279,6 +279,7 @@ void Loader::read_port(const Value& v) {
              "zerocopy_min_len",
              "zerocopy_fallback",
              "desc_release",
+             "buffer_release",
              "tx_retries_max",
              "vlan",
              "device",
@@ -314,9 +315,9 @@ void Loader::read_port(const Value& v) {
       m.forbid(key, "only for ethdev ports");
     read_vhost(m, &port);
   } else {
-    for (const char* key :
-         {"socket", "mode", "reconnect", "socket_mode", "socket_group", "tso", "notify_coalesce",
-          "refill_threshold", "zerocopy", "zerocopy_min_len", "zerocopy_fallback", "desc_release"})
+    for (const char* key : {"socket", "mode", "reconnect", "socket_mode", "socket_group", "tso",
+                            "notify_coalesce", "refill_threshold", "zerocopy", "zerocopy_min_len",
+                            "zerocopy_fallback", "desc_release", "buffer_release"})
       m.forbid(key, "only for vhost ports");
     size_t ethdevs = std::count_if(config_.ports.begin(), config_.ports.end(),
                                    [](const auto& p) { return p.type == PortType::kEthdev; });
@@ -398,10 +399,11 @@ void Loader::read_vhost(const MapView& m, PortConfig* port) {
   if (const Value* v = m.find("zerocopy_min_len"))
     o.zero_copy_min_len = static_cast<uint32_t>(read_within(*v, vhost_limits::kZeroCopyMinLen));
   if (const Value* v = m.find("zerocopy_fallback")) o.zero_copy_fallback = read_bool(*v);
-  if (const Value* v = m.find("desc_release")) {
-    constexpr LineRelease kModes[] = {LineRelease::kAuto, LineRelease::kOn, LineRelease::kOff};
+  constexpr LineRelease kModes[] = {LineRelease::kAuto, LineRelease::kOn, LineRelease::kOff};
+  if (const Value* v = m.find("desc_release"))
     o.desc_release = kModes[read_choice(*v, {"auto", "on", "off"})];
-  }
+  if (const Value* v = m.find("buffer_release"))
+    o.buffer_release = kModes[read_choice(*v, {"auto", "on", "off"})];
 
   const auto conflict = find_option_conflict(o, [&](const char* key) { return m.find(key); });
   if (!conflict) return;

@@ -45,13 +45,13 @@ class SplitBurst {
   uint16_t ring_slots(Handle /*h*/) const { return 1; }
   // The first `count` chains are taken.
   void consume(uint16_t count) { ring_.consume(count); }
-  // Once the first `count` chains are read: their first descriptors' lines go back to the guest
-  // when the ring says so (SplitRing::releases_lines). The hint pass read those descriptors,
-  // and only those are given back.
   // Whether the packets copied in this burst give their head lines back (buffer_release).
   bool releases_buffer_lines(bool waited_on_guest) const {
     return ring_.releases_buffer_lines(waited_on_guest);
   }
+  // Once the first `count` chains are read: their first descriptors' lines go back to the guest
+  // when the ring says so (SplitRing::releases_lines). The hint pass read those descriptors,
+  // and only those are given back.
   void release_lines(uint16_t count, bool waited_on_guest) {
     if (!ring_.releases_lines(waited_on_guest)) return;
     vq_.stats().desc_lines_released +=

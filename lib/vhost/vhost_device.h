@@ -144,8 +144,8 @@ class VhostDevice {
   }
   bool zero_copy_enabled(uint16_t vring) const { return vrings_[vring].zero_copy != nullptr; }
   // Whether the guest's CPU shares a cache with the lcore polling `vring`'s queue pair, as its
-  // guest TX ring's placement probe measured it (desc_release auto on a split ring; otherwise
-  // not measured). From any thread.
+  // guest TX ring's placement probe measured it (desc_release or buffer_release auto, split
+  // rings; otherwise not measured). From any thread.
   PlacementProbe::Reading guest_placement(uint16_t vring) const {
     return vrings_[vring | 1].queue.ring().placement().reading();
   }

@@ -295,7 +295,7 @@ Json ControlCommands::rxq_show() const {
       r["weight_packets"] = slot.weight.packets;
       r["weight_bytes"] = slot.weight.bytes;
       if (slot.port->is_guest()) {
-        // Whether the guest's CPU shares a cache with this lcore's (desc_release auto).
+        // Whether the guest's CPU shares a cache with this lcore's (a release at auto).
         const PlacementProbe::Reading placement =
             static_cast<const GuestPort*>(slot.port)->device().guest_placement(
                 guest_tx_vring(slot.queue));

@@ -27,7 +27,7 @@ constexpr Gauge kGauges[] = {
     // ended, so their descriptors went back to no ring.
     {"zerocopy_orphans",
      [](const VhostDevice& d, uint16_t v) -> uint64_t { return d.zero_copy_orphans(v); }},
-    // The queue pair's placement probe (desc_release auto, split rings): 1 when the guest's CPU
+    // The queue pair's placement probe (a release at auto, split rings): 1 when the guest's CPU
     // shares no cache with the polling lcore's; the time a line the guest wrote took to reach
     // us, averaged.
     {"guest_cache_far",

@@ -182,8 +182,9 @@ TEST_CASE("buffer_release=on and off: the guest's packets copied, their head lin
 TEST_CASE("desc_release auto: the placement probe's reading in both queues' xstats, none if off") {
   if (!clflushopt_supported()) return;  // auto is off on such a CPU: nothing is probed
   for (const bool probes : {true, false}) {
-    INFO("desc_release " << (probes ? "auto" : "off"));
-    HostPort host(1, probes ? "" : ",desc_release=off");  // auto: the default
+    INFO((probes ? "desc_release and buffer_release auto" : "both off"));
+    // Auto, the default, probes for either release.
+    HostPort host(1, probes ? "" : ",desc_release=off,buffer_release=off");
     GuestPort guest(host);
     // One load in kSampleEvery polls is timed, and counts when the guest moved its index since
     // our previous load: a varying number of empty polls between frames moves where it lands.

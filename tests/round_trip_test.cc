@@ -192,3 +192,50 @@ TEST_CASE("round trips with every copied packet's head given back (buffer_releas
     CHECK(dev.txq.stats().buffer_lines_released == 0);
   }
 }
+
+TEST_CASE(
+    "buffer_release auto: heads given back for a far guest sending its own frames, not for "
+    "one forwarding ours",
+    "[split]") {
+  PlacementProbe far_guest;  // where a real ring's probe would have found the guest
+  far_guest.start(2000000000);
+  far_guest.add_sample(2 * 120);
+  REQUIRE(far_guest.far());
+  Device dev(kModernFeatures | bit(kNetFMrgRxbuf));
+  VirtQueue::Setup tx_setup = dev.tx.setup();
+  tx_setup.line_release = LineRelease::kOff;
+  tx_setup.buffer_release = LineRelease::kAuto;
+  tx_setup.placement_from = &far_guest;
+  tx_setup.pair_rx_stats = &dev.rxq.stats();
+  dev.txq.stop();
+  REQUIRE(dev.txq.start(tx_setup));
+  const int kBursts = static_cast<int>(2 * SenderGate::kWindow / 32);  // two windows' worth
+
+  // A forwarder: every frame it sends, it received first.
+  uint32_t seed = 0;
+  for (int burst = 0; burst < kBursts; ++burst) burst_each_way(dev, 32, 0, 32, &seed);
+  CHECK(dev.txq.stats().packets == 2 * SenderGate::kWindow);
+  CHECK_FALSE(dev.txq.sender_gate().sends_own());
+  CHECK(dev.txq.stats().buffer_lines_released == 0);
+
+  // Then a sender: nothing received. After a window the copied heads go back.
+  for (int burst = 0; burst < kBursts; ++burst) {
+    for (int i = 0; i < 32; ++i) {
+      SimPacket p;
+      p.data = make_frame(60, ++seed);
+      dev.tx.send(p);
+    }
+    const auto pkts = dev.dequeue();
+    REQUIRE(pkts.size() == 32);
+    REQUIRE(dev.tx.take_used().size() == 32);
+    dev.free_all();
+  }
+  CHECK(dev.txq.sender_gate().sends_own());
+  if (line_release_supported()) {
+    // At least the second window's packets, one line or two each.
+    CHECK(dev.txq.stats().buffer_lines_released >= SenderGate::kWindow);
+    CHECK(dev.txq.stats().buffer_lines_released <= 2 * 2 * SenderGate::kWindow);
+  } else {
+    CHECK(dev.txq.stats().buffer_lines_released == 0);
+  }
+}

@@ -313,21 +313,30 @@ TEST_CASE("buffer_release: its own mode, the same gate; auto probes even with de
   SimGuest guest{mem, 64, 0};
   SplitRing ring = attach(guest);
   CHECK(ring.buffer_release() == LineRelease::kOff);
-  CHECK_FALSE(ring.releases_buffer_lines(true));
+  CHECK_FALSE(ring.releases_buffer_lines(true, true));
   if (!line_release_supported()) {
     ring.set_line_release(LineRelease::kOff, 2000000000, nullptr, LineRelease::kOn);
     CHECK(ring.buffer_release() == LineRelease::kOff);
     return;
   }
   ring.set_line_release(LineRelease::kOff, 2000000000, nullptr, LineRelease::kOn);
-  CHECK(ring.releases_buffer_lines(false));
+  CHECK(ring.releases_buffer_lines(false, false));  // on: the sender gate is not asked
   CHECK_FALSE(ring.releases_lines(true));
   CHECK_FALSE(ring.placement().enabled());
   ring.set_line_release(LineRelease::kOff, 2000000000, nullptr, LineRelease::kAuto);
-  CHECK(ring.placement().enabled());              // buffer_release auto needs the placement too
-  CHECK_FALSE(ring.releases_buffer_lines(true));  // near until a far crossing is seen
-  ring.set_line_release(LineRelease::kOn, 2000000000);  // buffers: off by default
-  CHECK_FALSE(ring.releases_buffer_lines(true));
+  CHECK(ring.placement().enabled());  // buffer_release auto needs the placement too
+  CHECK_FALSE(ring.releases_buffer_lines(true, true));  // near until a far crossing is seen
+  // Far: a burst that waited on a guest sending its own frames, and only that one.
+  PlacementProbe far_guest;
+  far_guest.start(2000000000);
+  far_guest.add_sample(2 * 120);
+  REQUIRE(far_guest.far());
+  ring.set_line_release(LineRelease::kOff, 2000000000, &far_guest, LineRelease::kAuto);
+  CHECK(ring.releases_buffer_lines(true, true));
+  CHECK_FALSE(ring.releases_buffer_lines(true, false));  // a forwarding guest
+  CHECK_FALSE(ring.releases_buffer_lines(false, true));  // the burst did not wait on the guest
+  ring.set_line_release(LineRelease::kOn, 2000000000);   // buffers: off by default
+  CHECK_FALSE(ring.releases_buffer_lines(true, true));
 }
 
 TEST_CASE("a copied packet's head lines: its first 64 bytes, each line once") {

@@ -47,7 +47,7 @@ class SplitBurst {
   void consume(uint16_t count) { ring_.consume(count); }
   // Whether the packets copied in this burst give their head lines back (buffer_release).
   bool releases_buffer_lines(bool waited_on_guest) const {
-    return ring_.releases_buffer_lines(waited_on_guest);
+    return ring_.releases_buffer_lines(waited_on_guest, vq_.sender_gate().sends_own());
   }
   // Once the first `count` chains are read: their first descriptors' lines go back to the guest
   // when the ring says so (SplitRing::releases_lines). The hint pass read those descriptors,

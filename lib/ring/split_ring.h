@@ -99,8 +99,11 @@ class SplitRing {
   bool releases_lines(bool waited_on_guest) const {
     return releases(line_release_, waited_on_guest);
   }
-  bool releases_buffer_lines(bool waited_on_guest) const {
-    return releases(buffer_release_, waited_on_guest);
+  // The same for the heads of the packets copied out of the guest's TX buffers; kAuto also needs
+  // `guest_sends_own` (sender_gate.h).
+  bool releases_buffer_lines(bool waited_on_guest, bool guest_sends_own) const {
+    return (buffer_release_ != LineRelease::kAuto || guest_sends_own) &&
+           releases(buffer_release_, waited_on_guest);
   }
   // Gives back the table lines of the descriptors `heads` name (each line once when heads that
   // share it come together; heads outside the table are skipped). Returns the lines given back.

@@ -20,6 +20,7 @@
 #include "ring/packed_batch.h"
 #include "ring/packed_ring.h"
 #include "ring/queue_stats.h"
+#include "ring/sender_gate.h"
 #include "ring/split_ring.h"
 
 namespace vqs {
@@ -64,8 +65,11 @@ class VirtQueue {
     // for kAuto whose placement probe says where the guest is (nullptr: this ring's own).
     LineRelease line_release = LineRelease::kAuto;
     const PlacementProbe* placement_from = nullptr;
-    // Guest TX split rings: when the heads of packets copied out go back (line_release.h).
+    // Guest TX split rings: when the heads of packets copied out go back (line_release.h), and
+    // for kAuto the counters of the queue pair's RX ring, which tell a forwarding guest apart
+    // (sender_gate.h; nullptr: the guest only sends).
     LineRelease buffer_release = LineRelease::kOff;
+    const QueueStats* pair_rx_stats = nullptr;
     // Live migration: while the frontend logs dirty pages, where our writes are reported (the
     // used ring, and receive buffers through log_written()). nullptr: not logging.
     DirtyLog* dirty_log = nullptr;
@@ -115,6 +119,10 @@ class VirtQueue {
   const NetFeatures& features() const { return features_; }
   QueueStats& stats() { return stats_; }
   const QueueStats& stats() const { return stats_; }
+  // Guest TX: whether the guest sends frames of its own (buffer_release auto's second gate),
+  // renewed by each burst's update().
+  SenderGate& sender_gate() { return sender_gate_; }
+  const SenderGate& sender_gate() const { return sender_gate_; }
   IoVecList& iov_scratch() { return iov_; }
 
   // Live migration: the log our writes go to, nullptr while the frontend does not log. Read once
@@ -211,6 +219,7 @@ class VirtQueue {
   bool broken_counted_ = false;
   GuestNotifier notifier_;
   QueueStats stats_;
+  SenderGate sender_gate_;
   IoVecList iov_;
 };
 

@@ -450,6 +450,8 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
   setup.line_release = options_.desc_release;
   // Guest RX buffers are ours to write next, not the guest's.
   setup.buffer_release = is_guest_rx_vring(index) ? LineRelease::kOff : options_.buffer_release;
+  // What the guest received on this queue pair tells a forwarder apart (sender_gate.h).
+  if (!is_guest_rx_vring(index)) setup.pair_rx_stats = &vrings_[index - 1].queue.stats();
   if (is_guest_rx_vring(index)) {
     setup.notify = options_.notify;  // we enqueue, the policy applies
     // Timed on this ring, the index's line was mostly in our cache already when it had moved

@@ -25,19 +25,20 @@ class SenderGate {
     received_ = received;
     sent_mark_ = sent;
     received_mark_ = load_received();
-    sends_own_ = false;
+    __atomic_store_n(&sends_own_, false, __ATOMIC_RELAXED);
   }
   // After a burst, with this ring's packet counter: a window complete, the verdict is renewed.
   void update(uint64_t sent) {
     const uint64_t sent_in_window = sent - sent_mark_;
     if (sent_in_window < kWindow) return;
     const uint64_t received = load_received();
-    sends_own_ = (received - received_mark_) * 4 < sent_in_window;
+    __atomic_store_n(&sends_own_, (received - received_mark_) * 4 < sent_in_window,
+                     __ATOMIC_RELAXED);
     sent_mark_ = sent;
     received_mark_ = received;
   }
-  // Whether the last window's frames were mostly the guest's own.
-  bool sends_own() const { return sends_own_; }
+  // Whether the last window's frames were mostly the guest's own. From any thread.
+  bool sends_own() const { return __atomic_load_n(&sends_own_, __ATOMIC_RELAXED); }
 
  private:
   uint64_t load_received() const {

@@ -92,6 +92,7 @@ void VirtQueue::stop() {
   notifier_.reset();
   ring_.detach();
   packed_ring_.detach();
+  sender_gate_.start(nullptr, 0);  // no verdict for a stopped ring
   log_ = nullptr;
   callfd_ = -1;
 }

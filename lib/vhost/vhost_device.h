@@ -149,6 +149,11 @@ class VhostDevice {
   PlacementProbe::Reading guest_placement(uint16_t vring) const {
     return vrings_[vring | 1].queue.ring().placement().reading();
   }
+  // Whether the guest sends frames of its own on `vring`'s queue pair rather than forwarding
+  // ours (buffer_release auto's second gate, sender_gate.h; false until a window is seen).
+  bool guest_sends_own(uint16_t vring) const {
+    return vrings_[vring | 1].queue.sender_gate().sends_own();
+  }
   // Times a completion woke the vring's sleeping owner (see arm_kicks).
   uint64_t zero_copy_wakeups(uint16_t vring) const {
     return vrings_[vring].zero_copy ? vrings_[vring].zero_copy->wakes() : 0;

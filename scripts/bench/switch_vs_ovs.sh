@@ -383,8 +383,9 @@ guest() {
 }
 log_size() { stat -c %s "$1"; }
 
-# guest_placement INDEX: where vqswitch INDEX's desc_release probe puts its first guest ("far/128":
-# class and line ns, "unmeasured/0" when it does not probe); "-" for OVS-DPDK.
+# guest_placement INDEX: where vqswitch INDEX's desc_release probe puts its first guest and whether
+# the guest sends frames of its own ("far/128/1": class, line ns, buffer_release's sender gate;
+# "unmeasured/0/0" when it does not probe); "-" for OVS-DPDK.
 guest_placement() {
   [ "$1" -eq 0 ] && { echo -; return; }
   local port=vm0
@@ -396,7 +397,7 @@ for line in sys.stdin:
     if line.startswith("{"):
         d = json.loads(line).get("/vqswitch/queues", {}) or {}
         if "guest_cache" in d:
-            print("%s/%s" % (d["guest_cache"], d["guest_line_ns"])); break
+            print("%s/%s/%s" % (d["guest_cache"], d["guest_line_ns"], d["guest_sends_own"])); break
 else:
     print("-")'
 }
@@ -606,7 +607,9 @@ for scenario in $scenarios; do
         class=${state%/*} where=${state/\// }
         [ "$state" = "$class" ] || where+=" ns"
         # vqswitch's own verdict beside the harness's (desc_release auto).
-        [ "$placed" = - ] || where+=", guest ${placed/\// } ns"
+        if [ "$placed" != - ]; then
+          where+=", guest $(echo "$placed" | awk -F/ '{print $1, $2 " ns" ($3 == 1 ? ", sends own" : "")}')"
+        fi
         probes[$i]+=" $probe"
         rates[$i]+=" $rate"
         cycles[$i]+=" $cyc"

@@ -42,6 +42,7 @@
 #include "fake_numa_topology.h"
 #include "ports/guest_port.h"
 #include "ring/line_release.h"
+#include "ring/sender_gate.h"
 #include "ring_tx_cleanup.h"
 
 namespace vqs::app::test {
@@ -1275,6 +1276,24 @@ TEST_CASE("telemetry: /vqswitch/ports, /vqswitch/lcores and /vqswitch/queues ans
            text.text.find(" guest cache far (") != std::string::npos));
   } else {
     CHECK(placed.find("\"guest_cache\":\"unmeasured\"") != std::string::npos);
+  }
+  // tel0a's guest only sends: after a window of its frames, it is taken for a sender
+  // (buffer_release auto's gate); tel0b's only receives.
+  const std::vector<uint32_t> burst(32, 60);
+  for (uint32_t i = 0; i <= SenderGate::kWindow / 32; ++i) exchange(a, b, kMacB, kMacA, burst, i);
+  CHECK(telemetry("/vqswitch/queues,tel0a:0").find("\"guest_sends_own\":1") != std::string::npos);
+  CHECK(telemetry("/vqswitch/queues,tel0b:0").find("\"guest_sends_own\":0") != std::string::npos);
+  {
+    LoadSampler load(sw.get());
+    RxqBalancer balancer(sw.get(), load);
+    ControlCommands commands(sw.get(), load, balancer);
+    const ControlReply rxq = commands.run({"rxq-show", "--json"});
+    REQUIRE(rxq.ok);
+    for (const auto& q : nlohmann::json::parse(rxq.text)["rx_queues"])
+      CHECK(q["guest_sends_own"] == (q["port"] == "tel0a"));
+    const ControlReply text = commands.run({"rxq-show"});
+    INFO(text.text);
+    CHECK(text.text.find(" guest sends own frames") != std::string::npos);
   }
   telemetry_attach(nullptr);
   CHECK(telemetry("/vqswitch/ports") == "{\"/vqswitch/ports\":[]}");

@@ -32,6 +32,7 @@
 
 #include "interrupt_thread_park.h"
 #include "port_pair.h"
+#include "ring/sender_gate.h"
 #include "virtio_user_teardown.h"
 
 using namespace vqs::test;
@@ -207,6 +208,28 @@ TEST_CASE("desc_release auto: the placement probe's reading in both queues' xsta
       CHECK(line_ns == 0);
       CHECK(far == 0);
     }
+  }
+  CHECK(pool_full());
+}
+
+TEST_CASE("buffer_release auto's sender gate: a guest that only sends, then one that forwards") {
+  {
+    HostPort host(1, ",buffer_release=auto");
+    GuestPort guest(host);
+    uint32_t seed = 0;
+    CHECK(xstat(host.port(), "rx_q0_guest_sends_own") == 0);  // no window seen yet
+    // A window's frames from the guest, none to it: a sender, on both queues of the pair.
+    const int bursts = static_cast<int>(vqs::SenderGate::kWindow / 32);
+    for (int i = 0; i <= bursts; ++i)
+      burst_one_way(guest.port(), host.port(), 0, 32, 60, seed += 32);
+    CHECK(xstat(host.port(), "rx_q0_guest_sends_own") == 1);
+    CHECK(xstat(host.port(), "tx_q0_guest_sends_own") == 1);
+    // Two windows of as many frames to the guest as from it (PVP's guest): a forwarder.
+    for (int i = 0; i <= 2 * bursts; ++i) {
+      burst_one_way(host.port(), guest.port(), 0, 32, 60, seed += 32);
+      burst_one_way(guest.port(), host.port(), 0, 32, 60, seed += 32);
+    }
+    CHECK(xstat(host.port(), "rx_q0_guest_sends_own") == 0);
   }
   CHECK(pool_full());
 }

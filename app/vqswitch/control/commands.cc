@@ -295,12 +295,14 @@ Json ControlCommands::rxq_show() const {
       r["weight_packets"] = slot.weight.packets;
       r["weight_bytes"] = slot.weight.bytes;
       if (slot.port->is_guest()) {
-        // Whether the guest's CPU shares a cache with this lcore's (a release at auto).
+        // Whether the guest's CPU shares a cache with this lcore's and whether it sends frames
+        // of its own (the releases at auto).
+        const VhostDevice& device = static_cast<const GuestPort*>(slot.port)->device();
         const PlacementProbe::Reading placement =
-            static_cast<const GuestPort*>(slot.port)->device().guest_placement(
-                guest_tx_vring(slot.queue));
+            device.guest_placement(guest_tx_vring(slot.queue));
         r["guest_cache"] = placement.name();
         r["guest_line_ns"] = placement.line_ns;
+        r["guest_sends_own"] = device.guest_sends_own(guest_tx_vring(slot.queue));
       }
       queues.push_back(std::move(r));
     }
@@ -597,6 +599,8 @@ std::string rxq_show_text(const Json& j) {
     if (q.contains("guest_cache") && q["guest_cache"] != "unmeasured")
       out += format("  guest cache %s (%u ns)", q["guest_cache"].get<std::string>().c_str(),
                     q["guest_line_ns"].get<unsigned>());
+    if (q.contains("guest_sends_own") && q["guest_sends_own"].get<bool>())
+      out += "  guest sends own frames";
     out += "\n";
   }
   return out;

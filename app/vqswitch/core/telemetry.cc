@@ -160,11 +160,13 @@ void add_queue_counters(rte_tel_data* q, const LcoreLoop& loop, const RxSlot& s)
   add_u64(q, "visits_ended_by_weight", s.visits_ended_by_weight);
   add_u64(q, "visits_ended_empty", s.visits_ended_empty);
   if (s.port->is_guest()) {
-    // Whether the guest's CPU shares a cache with this lcore's (a release at auto).
-    const PlacementProbe::Reading placement =
-        static_cast<const GuestPort*>(s.port)->device().guest_placement(guest_tx_vring(s.queue));
+    // Whether the guest's CPU shares a cache with this lcore's and whether it sends frames of
+    // its own (the releases at auto).
+    const VhostDevice& device = static_cast<const GuestPort*>(s.port)->device();
+    const PlacementProbe::Reading placement = device.guest_placement(guest_tx_vring(s.queue));
     rte_tel_data_add_dict_string(q, "guest_cache", placement.name());
     add_u64(q, "guest_line_ns", placement.line_ns);
+    add_u64(q, "guest_sends_own", device.guest_sends_own(guest_tx_vring(s.queue)));
   }
 }
 

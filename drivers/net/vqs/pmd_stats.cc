@@ -34,6 +34,9 @@ constexpr Gauge kGauges[] = {
      [](const VhostDevice& d, uint16_t v) -> uint64_t { return d.guest_placement(v).far; }},
     {"guest_line_ns",
      [](const VhostDevice& d, uint16_t v) -> uint64_t { return d.guest_placement(v).line_ns; }},
+    // 1 when the guest sent mostly frames of its own in the last window (buffer_release auto).
+    {"guest_sends_own",
+     [](const VhostDevice& d, uint16_t v) -> uint64_t { return d.guest_sends_own(v); }},
 };
 // Drops by every reason but kNoGuestBuffer: the PMD's tx burst hands such packets back to the
 // caller instead of dropping them, so that counter would always read 0.

@@ -103,7 +103,7 @@ TEST_CASE(
   const auto defaults = parse_devargs("iface=/tmp/opt.sock", &error);
   REQUIRE(defaults);
   CHECK(defaults->desc_release == LineRelease::kAuto);
-  CHECK(defaults->buffer_release == LineRelease::kOff);
+  CHECK(defaults->buffer_release == LineRelease::kAuto);
   for (const std::string key : {"desc_release", "buffer_release"}) {
     auto mode_of = [&](const VhostPortOptions& o) {
       return key == "desc_release" ? o.desc_release : o.buffer_release;

@@ -2,7 +2,7 @@
 // buffer_release's second gate at kAuto: whether a guest's TX ring carries frames the guest wrote
 // or frames we wrote into its RX buffers and it forwards. A sender (a traffic generator, a
 // server) writes the headers of its TX buffers again next, so giving their lines back once copied
-// spares it a crossing per line (guest-tx 64 B far: +18 %). A forwarder (PVP, a router VM)
+// spares it a crossing per line (guest-tx 64 B far: +18 % to +90 %). A forwarder (PVP, a router VM)
 // transmits the buffers we filled and posts them back for us to fill next: giving the lines back
 // only moves where our next write finds them, and cost PVP 3-5 % (docs/benchmarks.md, "Packet
 // heads given back (guest TX)"). Told apart by what the queue pair's RX ring was given while this

@@ -37,9 +37,9 @@ struct VhostPortOptions {
   // with ours and it is the bottleneck; line_release.h).
   LineRelease desc_release = LineRelease::kAuto;
   // Guest TX, split rings: the head lines of a packet copied out of the guest's buffer go back
-  // (its next writes there, the next packet's headers, then skip our copy; line_release.h). Off
-  // by default: it cost far PVP, where the guest forwards frames we wrote.
-  LineRelease buffer_release = LineRelease::kOff;
+  // (its next writes there, the next packet's headers, then skip our copy; line_release.h). Auto
+  // also asks that the guest send frames of its own, not forward ours (sender_gate.h).
+  LineRelease buffer_release = LineRelease::kAuto;
   bool operator==(const VhostPortOptions&) const = default;
 };
 

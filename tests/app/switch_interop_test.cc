@@ -1289,8 +1289,8 @@ TEST_CASE("telemetry: /vqswitch/ports, /vqswitch/lcores and /vqswitch/queues ans
     ControlCommands commands(sw.get(), load, balancer);
     const ControlReply rxq = commands.run({"rxq-show", "--json"});
     REQUIRE(rxq.ok);
-    for (const auto& q : nlohmann::json::parse(rxq.text)["rx_queues"])
-      CHECK(q["guest_sends_own"] == (q["port"] == "tel0a"));
+    const nlohmann::json shown = nlohmann::json::parse(rxq.text);
+    for (const auto& q : shown["rx_queues"]) CHECK(q["guest_sends_own"] == (q["port"] == "tel0a"));
     const ControlReply text = commands.run({"rxq-show"});
     INFO(text.text);
     CHECK(text.text.find(" guest sends own frames") != std::string::npos);

@@ -16,7 +16,8 @@ namespace vqs {
 
 enum class LineRelease : uint8_t {
   kAuto,  // when the guest's CPU shares no cache with ours and a burst waited on the guest
-          // (descriptor lines: desc_release; guest TX packet heads: buffer_release)
+          // (descriptor lines: desc_release; guest TX packet heads: buffer_release, which also
+          // needs a guest that sends its own frames, sender_gate.h)
   kOn,    // after every burst
   kOff,
 };

@@ -1250,15 +1250,16 @@ TEST_CASE("telemetry: /vqswitch/ports, /vqswitch/lcores and /vqswitch/queues ans
     placed = telemetry("/vqswitch/queues,tel0a:0");
   }
   INFO(placed);
+  // vqswitchctl's commands, as the control socket runs them.
+  LoadSampler load(sw.get());
+  RxqBalancer balancer(sw.get(), load);
+  ControlCommands commands(sw.get(), load, balancer);
   if (line_release_supported()) {  // else auto is off: nothing measured
     CHECK((placed.find("\"guest_cache\":\"near\"") != std::string::npos ||
            placed.find("\"guest_cache\":\"far\"") != std::string::npos));
     CHECK(placed.find("\"guest_line_ns\":0,") == std::string::npos);
     CHECK(placed.find("\"guest_line_ns\":0}") == std::string::npos);
     // vqswitchctl rxq-show tells the same.
-    LoadSampler load(sw.get());
-    RxqBalancer balancer(sw.get(), load);
-    ControlCommands commands(sw.get(), load, balancer);
     const ControlReply rxq = commands.run({"rxq-show", "--json"});
     REQUIRE(rxq.ok);
     const nlohmann::json queues_json = nlohmann::json::parse(rxq.text);
@@ -1283,18 +1284,14 @@ TEST_CASE("telemetry: /vqswitch/ports, /vqswitch/lcores and /vqswitch/queues ans
   for (uint32_t i = 0; i <= SenderGate::kWindow / 32; ++i) exchange(a, b, kMacB, kMacA, burst, i);
   CHECK(telemetry("/vqswitch/queues,tel0a:0").find("\"guest_sends_own\":1") != std::string::npos);
   CHECK(telemetry("/vqswitch/queues,tel0b:0").find("\"guest_sends_own\":0") != std::string::npos);
-  {
-    LoadSampler load(sw.get());
-    RxqBalancer balancer(sw.get(), load);
-    ControlCommands commands(sw.get(), load, balancer);
-    const ControlReply rxq = commands.run({"rxq-show", "--json"});
-    REQUIRE(rxq.ok);
-    const nlohmann::json shown = nlohmann::json::parse(rxq.text);
-    for (const auto& q : shown["rx_queues"]) CHECK(q["guest_sends_own"] == (q["port"] == "tel0a"));
-    const ControlReply text = commands.run({"rxq-show"});
-    INFO(text.text);
-    CHECK(text.text.find(" guest sends own frames") != std::string::npos);
-  }
+  const ControlReply sends = commands.run({"rxq-show", "--json"});
+  REQUIRE(sends.ok);
+  const nlohmann::json sends_json = nlohmann::json::parse(sends.text);
+  for (const auto& q : sends_json["rx_queues"])
+    CHECK(q["guest_sends_own"] == (q["port"] == "tel0a"));
+  const ControlReply sends_text = commands.run({"rxq-show"});
+  INFO(sends_text.text);
+  CHECK(sends_text.text.find(" guest sends own frames") != std::string::npos);
   telemetry_attach(nullptr);
   CHECK(telemetry("/vqswitch/ports") == "{\"/vqswitch/ports\":[]}");
 }

@@ -239,3 +239,30 @@ TEST_CASE(
     CHECK(dev.txq.stats().buffer_lines_released == 0);
   }
 }
+
+TEST_CASE("the sender gate's verdict on either ring format: a forwarder, then a sender") {
+  Device dev(kModernFeatures | bit(kNetFMrgRxbuf));
+  VirtQueue::Setup tx_setup = dev.tx.setup();
+  tx_setup.pair_rx_stats = &dev.rxq.stats();
+  dev.txq.stop();
+  REQUIRE(dev.txq.start(tx_setup));
+  const int kBursts = static_cast<int>(SenderGate::kWindow / 32) + 1;  // a window and a burst
+  uint32_t seed = 0;
+  for (int burst = 0; burst < kBursts; ++burst) burst_each_way(dev, 32, 0, 32, &seed);
+  CHECK_FALSE(dev.txq.sender_gate().sends_own());
+  for (int burst = 0; burst < kBursts; ++burst) {
+    for (int i = 0; i < 32; ++i) {
+      SimPacket p;
+      p.data = make_frame(60, ++seed);
+      dev.tx.send(p);
+    }
+    REQUIRE(dev.dequeue().size() == 32);
+    REQUIRE(dev.tx.take_used().size() == 32);
+    dev.free_all();
+  }
+  CHECK(dev.txq.sender_gate().sends_own());
+  // Stopped and started again (a new session): no verdict until a window is seen.
+  dev.txq.stop();
+  REQUIRE(dev.txq.start(tx_setup));
+  CHECK_FALSE(dev.txq.sender_gate().sends_own());
+}

@@ -68,12 +68,12 @@ bool VirtQueue::start(const Setup& setup) {
     }
     ring_.set_line_release(setup.line_release, setup.tsc_hz, setup.placement_from,
                            setup.buffer_release);
-    sender_gate_.start(setup.pair_rx_stats != nullptr ? &setup.pair_rx_stats->packets : nullptr,
-                       stats_.packets);
     reader_ =
         DescChainReader(setup.addrs.desc, setup.addrs.size, setup.memory, features_.indirect_desc);
     size = setup.addrs.size;
   }
+  sender_gate_.start(setup.pair_rx_stats != nullptr ? &setup.pair_rx_stats->packets : nullptr,
+                     stats_.packets);
   memory_ = setup.memory;
   log_ = setup.dirty_log;
   callfd_ = setup.callfd;

@@ -60,6 +60,18 @@ void burst_each_way(Device& dev, int count, uint32_t step, uint16_t rx_buffers, 
   for (int i = 0; i < count; ++i) CHECK(got[i].data == sent[i]);
 }
 
+// One burst of `count` 60-byte frames from the guest and none to it: a guest that only sends.
+void burst_from_guest(Device& dev, int count, uint32_t* seed) {
+  for (int i = 0; i < count; ++i) {
+    SimPacket p;
+    p.data = make_frame(60, ++*seed);
+    dev.tx.send(p);
+  }
+  REQUIRE(dev.dequeue().size() == size_t(count));
+  REQUIRE(dev.tx.take_used().size() == size_t(count));
+  dev.free_all();
+}
+
 void round_trip(Device& dev, uint32_t size, uint32_t seed, const TxLayout& layout) {
   SimPacket sent;
   sent.data = make_frame(size, seed);
@@ -219,17 +231,7 @@ TEST_CASE(
   CHECK(dev.txq.stats().buffer_lines_released == 0);
 
   // Then a sender: nothing received. After a window the copied heads go back.
-  for (int burst = 0; burst < kBursts; ++burst) {
-    for (int i = 0; i < 32; ++i) {
-      SimPacket p;
-      p.data = make_frame(60, ++seed);
-      dev.tx.send(p);
-    }
-    const auto pkts = dev.dequeue();
-    REQUIRE(pkts.size() == 32);
-    REQUIRE(dev.tx.take_used().size() == 32);
-    dev.free_all();
-  }
+  for (int burst = 0; burst < kBursts; ++burst) burst_from_guest(dev, 32, &seed);
   CHECK(dev.txq.sender_gate().sends_own());
   if (line_release_supported()) {
     // At least the second window's packets, one line or two each.
@@ -250,16 +252,7 @@ TEST_CASE("the sender gate's verdict on either ring format: a forwarder, then a 
   uint32_t seed = 0;
   for (int burst = 0; burst < kBursts; ++burst) burst_each_way(dev, 32, 0, 32, &seed);
   CHECK_FALSE(dev.txq.sender_gate().sends_own());
-  for (int burst = 0; burst < kBursts; ++burst) {
-    for (int i = 0; i < 32; ++i) {
-      SimPacket p;
-      p.data = make_frame(60, ++seed);
-      dev.tx.send(p);
-    }
-    REQUIRE(dev.dequeue().size() == 32);
-    REQUIRE(dev.tx.take_used().size() == 32);
-    dev.free_all();
-  }
+  for (int burst = 0; burst < kBursts; ++burst) burst_from_guest(dev, 32, &seed);
   CHECK(dev.txq.sender_gate().sends_own());
   // Stopped and started again (a new session): no verdict until a window is seen.
   dev.txq.stop();

@@ -448,16 +448,17 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
   }
   setup.tsc_hz = rte_get_tsc_hz();
   setup.line_release = options_.desc_release;
-  // Guest RX buffers are ours to write next, not the guest's.
-  setup.buffer_release = is_guest_rx_vring(index) ? LineRelease::kOff : options_.buffer_release;
-  // What the guest received on this queue pair tells a forwarder apart (sender_gate.h).
-  if (!is_guest_rx_vring(index)) setup.pair_rx_stats = &vrings_[index - 1].queue.stats();
   if (is_guest_rx_vring(index)) {
     setup.notify = options_.notify;  // we enqueue, the policy applies
     // Timed on this ring, the index's line was mostly in our cache already when it had moved
     // (20-40 ns, far): the queue pair's TX ring, written by every transmit burst, says where the
-    // guest is (docs/architecture.md, "Descriptor lines given back").
+    // guest is (docs/architecture.md, "Descriptor lines given back"). Guest RX buffers are ours
+    // to write next, not the guest's: buffer_release stays off here.
     setup.placement_from = &vrings_[index + 1].queue.placement();
+  } else {
+    setup.buffer_release = options_.buffer_release;
+    // What the guest received on this queue pair tells a forwarder apart (sender_gate.h).
+    setup.pair_rx_stats = &vrings_[index - 1].queue.stats();
   }
   if (!v.queue.start(setup)) {
     VQS_LOG(ERR, "%s: vring %u: unusable ring (size %u)", path().c_str(), index, vr.size);

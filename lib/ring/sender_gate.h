@@ -6,8 +6,10 @@
 // transmits the buffers we filled and posts them back for us to fill next: giving the lines back
 // only moves where our next write finds them, and cost PVP 3-5 % (docs/benchmarks.md, "Packet
 // heads given back (guest TX)"). Told apart by what the queue pair's RX ring was given while this
-// ring sent kWindow packets: a sender received less than a quarter as many. A guest that receives
-// on one queue pair and sends on another is taken for a sender. No EAL here.
+// ring sent kWindow packets: a sender received less than a quarter as many. Neither number was
+// swept: the guests measured receive none (guest-tx) or as many as they send (PVP, VM-to-VM),
+// so any fraction between splits them; a quarter leaves a sender room for replies (ACKs). A guest
+// that receives on one queue pair and sends on another is taken for a sender. No EAL here.
 #pragma once
 
 #include <cstdint>

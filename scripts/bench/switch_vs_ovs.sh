@@ -19,8 +19,9 @@
 #   pvp       net_null (generating) -> switch -> guest macswap -> switch -> net_null; guest Tx-pps
 #   guest-tx  guest txonly -> switch -> net_null sink; guest Tx-pps
 #   guest-rx  net_null (generating) -> switch -> guest rxonly; guest Rx-pps
-#   vm2vm     two guest ports on the bridge, each sending to the other (flowgen, one flow) and
-#             receiving; guest Rx-pps of both
+#   vm2vm     two guest ports on the bridge (build/scripts/bench/vqs-vm2vm-guest), each sending
+#             one UDP flow from its own MAC address to the other's and receiving the other's:
+#             learned unicast both ways; guest Rx-pps of both
 #   noisy     noisy neighbours on the switch's one lcore: a NIC (net_null generating --size
 #             frames, always more than the lcore can take) forwarded to a net_null sink, and a
 #             guest port (build/scripts/bench/vqs-noisy-guest) flooding --size frames to another
@@ -121,7 +122,9 @@ done
 [ ${#labels[@]} -gt 0 ] || { labels=(vqswitch); extras=(""); }
 for s in $scenarios; do
   case "$s" in
-    pvp | guest-tx | guest-rx | vm2vm) ;;
+    pvp | guest-tx | guest-rx) ;;
+    vm2vm) [ -x "$top/build/scripts/bench/vqs-vm2vm-guest" ] ||
+      { echo "build first: vqs-vm2vm-guest" >&2; exit 1; } ;;
     noisy | probe) [ -x "$top/build/scripts/bench/vqs-noisy-guest" ] ||
       { echo "build first: vqs-noisy-guest" >&2; exit 1; } ;;
     share) [ -x "$top/build/scripts/bench/vqs-share-guest" ] ||
@@ -189,7 +192,7 @@ guest_ports() {
   esac
 }
 
-# Guest port k's MAC (flowgen's peers in vm2vm).
+# Guest port k's MAC (vm2vm: ports 2j and 2j+1, one switch's pair, send to each other's).
 mac_of() { printf '02:00:00:5e:00:%02x' "$1"; }
 
 # start_ovs SCENARIO SIZE: ovsdb-server and ovs-vswitchd, bridge br0 (netdev datapath) with the
@@ -326,15 +329,13 @@ start_vqswitch() {
 
 # start_guest SCENARIO SIZE SOCKET...: the guest testpmd, interactive, reading from a fifo.
 start_guest() {
-  local scenario=$1 size=$2 vdevs=() peers=() fwd=() k=0 s testpmd_args=()
+  local scenario=$1 size=$2 vdevs=() fwd=() k=0 s testpmd_args=()
   local prog=("${VQS_GUEST_TESTPMD:-dpdk-testpmd}")
   shift 2
   for s in "$@"; do
     for _ in $(seq 100); do [ -S "$s" ] && break; sleep 0.1; done
     [ -S "$s" ] || { echo "no socket $s; see $run" >&2; exit 1; }
     vdevs+=(--vdev "net_virtio_user$k,path=$s,queue_size=$queue_size,mrg_rxbuf=1,in_order=0,mac=$(mac_of $k)$guest_devargs")
-    # vm2vm: ports 2j and 2j+1 (one switch's pair) send to each other.
-    peers+=("--eth-peer=$k,$(mac_of $((k ^ 1)))")
     k=$((k + 1))
   done
   [[ $size != *,* ]] && [ "$size" -gt 1800 ] && fwd+=("--mbuf-size=$((size + 256))")
@@ -351,7 +352,8 @@ start_guest() {
     pvp) fwd+=(--forward-mode=macswap) ;;
     guest-tx) fwd+=(--forward-mode=txonly "--txpkts=$size") ;;
     guest-rx) fwd+=(--forward-mode=rxonly) ;;
-    vm2vm) fwd+=(--forward-mode=flowgen "--txpkts=$size" --flowgen-flows=1 "${peers[@]}") ;;
+    vm2vm) prog=("$top/build/scripts/bench/vqs-vm2vm-guest"); testpmd_args=()
+      fwd=(--size "$size") ;;
   esac
   rm -f "$run/guest.in"
   mkfifo "$run/guest.in"

@@ -227,6 +227,42 @@ TEST_CASE("bridge: bursts longer than a lookup batch") {
   CHECK(fx.bridge->counters().moved == 0);
 }
 
+TEST_CASE("bridge: frames of one flow in a row share a lookup; each still reaches its own port") {
+  BridgeFixture fx({unaware(), unaware(), unaware(), unaware()});
+  const Mac a = host(1), b = host(2), c = host(3), x = host(11), y = host(12), z = host(13);
+  const Mac nobody = host(99);
+  fx.send(1, frame(kBroadcast, x));
+  fx.send(2, frame(kBroadcast, y));
+  fx.send(3, frame(kBroadcast, z));
+  fx.take_counts();
+  // Runs of equal sources and destinations, broken and resumed, and an unknown destination.
+  const std::vector<std::pair<Mac, Mac>> burst = {{x, a}, {x, a}, {x, a}, {y, b},      {y, b},
+                                                  {x, a}, {z, c}, {y, a}, {nobody, a}, {x, a}};
+  std::vector<rte_mbuf*> pkts;
+  for (const auto& [dst, src] : burst) pkts.push_back(fx.mbuf(frame(dst, src)));
+  fx.forward(0, pkts);
+  const Frames to_x(5, frame(x, a));
+  CHECK(fx.take(1) == [&] {
+    Frames f = to_x;
+    f.insert(f.end() - 1, frame(nobody, a));  // the flood came before the last frame to x
+    return f;
+  }());
+  CHECK(fx.take(2) == Frames{frame(y, b), frame(y, b), frame(y, a), frame(nobody, a)});
+  CHECK(fx.take(3) == Frames{frame(z, c), frame(nobody, a)});
+  CHECK(fx.take(0).empty());
+  const BridgeCounters counters = fx.bridge->counters();
+  CHECK(counters.learned == 6);  // x, y, z, then a, b, c
+  CHECK(counters.flooded == 4);
+  CHECK(counters.moved == 0);
+  // a's run, then b's, then a again on another port: a moves once.
+  fx.forward(
+      2, {fx.mbuf(frame(x, a)), fx.mbuf(frame(x, a)), fx.mbuf(frame(x, b)), fx.mbuf(frame(x, a))});
+  CHECK(fx.take_counts() == Counts{0, 4, 0, 0});
+  CHECK(fx.bridge->counters().moved == 2);  // a and b, each once
+  fx.send(1, frame(a, x));
+  CHECK(fx.take_counts() == Counts{0, 0, 1, 0});
+}
+
 // Ports of the VLAN tests.
 enum : uint16_t {
   kAccess10a,  // access 10

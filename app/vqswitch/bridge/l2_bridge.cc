@@ -109,6 +109,10 @@ void L2Bridge::forward(uint16_t slot, uint16_t in_port, rte_mbuf** pkts, uint16_
 
 __rte_always_inline void L2Bridge::classify(const VlanMap& vlans, uint16_t in_port, rte_mbuf** pkts,
                                             uint16_t count, Chunk& chunk) {
+  // A frame whose key equals the previous frame's shares its lookup (a flow's frames come in
+  // runs): a burst of one flow takes two keys, not two a frame.
+  uint16_t last_src = kNoKeyIndex;
+  uint16_t last_dst = kNoKeyIndex;
   for (uint16_t i = 0; i < count; ++i) {
     Packet& p = chunk.packets[chunk.n];
     p.m = pkts[i];
@@ -124,13 +128,21 @@ __rte_always_inline void L2Bridge::classify(const VlanMap& vlans, uint16_t in_po
     p.dst_index = kNoKeyIndex;
     if (is_learnable(src)) {
       p.src_key = MacTable::key(src, p.in.vlan);
-      p.src_index = chunk.n_keys;
-      chunk.keys[chunk.n_keys++] = &p.src_key;
+      if (last_src == kNoKeyIndex ||
+          *static_cast<const uint64_t*>(chunk.keys[last_src]) != p.src_key) {
+        last_src = chunk.n_keys;
+        chunk.keys[chunk.n_keys++] = &p.src_key;
+      }
+      p.src_index = last_src;
     }
     if (!is_multicast(dst)) {
       p.dst_key = MacTable::key(dst, p.in.vlan);
-      p.dst_index = chunk.n_keys;
-      chunk.keys[chunk.n_keys++] = &p.dst_key;
+      if (last_dst == kNoKeyIndex ||
+          *static_cast<const uint64_t*>(chunk.keys[last_dst]) != p.dst_key) {
+        last_dst = chunk.n_keys;
+        chunk.keys[chunk.n_keys++] = &p.dst_key;
+      }
+      p.dst_index = last_dst;
     }
     ++chunk.n;
   }
@@ -143,9 +155,11 @@ __rte_always_inline void L2Bridge::learn_sources(uint16_t slot, uint16_t in_port
   uint64_t full = 0;
   uint64_t added_key = 0;  // the last source added in this chunk: its next packets need no add
   int32_t added_position = -1;
+  uint16_t last_index = kNoKeyIndex;  // frames sharing a key index share the verdict
   for (uint16_t i = 0; i < chunk.n; ++i) {
     const Packet& p = chunk.packets[i];
-    if (p.src_index == kNoKeyIndex) continue;
+    if (p.src_index == kNoKeyIndex || p.src_index == last_index) continue;
+    last_index = p.src_index;
     int32_t position = chunk.positions[p.src_index];
     if (position < 0 && added_position >= 0 && p.src_key == added_key) position = added_position;
     const bool absent = position < 0;
@@ -178,11 +192,18 @@ __rte_always_inline void L2Bridge::send(const VlanMap& vlans, uint16_t slot, uin
                                         Chunk& chunk, TxBufferSet& out,
                                         PortQueueCounters& in_counters) {
   uint64_t flooded = 0;
+  uint16_t last_index = kNoKeyIndex;  // frames sharing a key index share the output
+  int32_t last_port = -1;
   for (uint16_t i = 0; i < chunk.n; ++i) {
     const Packet& p = chunk.packets[i];
     int32_t port = -1;
-    if (p.dst_index != kNoKeyIndex && chunk.positions[p.dst_index] >= 0)
+    if (p.dst_index != kNoKeyIndex && p.dst_index == last_index) {
+      port = last_port;
+    } else if (p.dst_index != kNoKeyIndex && chunk.positions[p.dst_index] >= 0) {
       port = table_->port(chunk.positions[p.dst_index], p.dst_key);
+      last_index = p.dst_index;
+      last_port = port;
+    }
     if (port < 0) {  // broadcast, multicast, unknown unicast
       if (flood(vlans, p, in_port, out, in_counters)) {
         ++flooded;

@@ -25,6 +25,15 @@ constexpr uint32_t kMinTableSize = 8;
 
 std::atomic<uint32_t> table_serial{0};  // rte_hash and its rings need unique names
 
+// rte_hash compares keys of 16 bytes and more with vector code and any other length with
+// memcmp(), a library call per candidate: ours are one word.
+int keys_differ(const void* a, const void* b, size_t /*len: always 8*/) {
+  uint64_t x, y;
+  std::memcpy(&x, a, sizeof(x));
+  std::memcpy(&y, b, sizeof(y));
+  return x != y;
+}
+
 }  // namespace
 
 std::unique_ptr<MacTable> MacTable::create(uint32_t size, uint16_t readers, std::string* error) {
@@ -62,6 +71,7 @@ std::unique_ptr<MacTable> MacTable::create(uint32_t size, uint16_t readers, std:
              " entries: " + rte_strerror(rte_errno);
     return nullptr;
   }
+  rte_hash_set_cmp_func(t->table_, &keys_differ);
   // Deferred reclamation: a delete never waits for the readers (a synchronous wait would hold
   // the hash's writer lock that learning lcores spin on, so they could never report).
   rte_hash_rcu_config rcu{};

@@ -10,7 +10,9 @@
 #include <rte_rcu_qsbr.h>
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -28,10 +30,14 @@ class MacTable {
   MacTable(const MacTable&) = delete;
   MacTable& operator=(const MacTable&) = delete;
 
-  // A key: the MAC's 6 bytes and the VLAN, in 8 bytes.
+  // A key: the MAC's 6 bytes (byte i at bits 8i) and the VLAN, in 8 bytes.
   static uint64_t key(const uint8_t* mac, uint16_t vlan) {
     uint64_t k = 0;
-    for (int i = 0; i < 6; ++i) k |= static_cast<uint64_t>(mac[i]) << (8 * i);
+    if constexpr (std::endian::native == std::endian::little) {
+      std::memcpy(&k, mac, 6);  // two loads where a byte loop takes six (per frame, twice)
+    } else {
+      for (int i = 0; i < 6; ++i) k |= static_cast<uint64_t>(mac[i]) << (8 * i);
+    }
     return k | static_cast<uint64_t>(vlan) << 48;
   }
 

@@ -633,6 +633,14 @@ for scenario in $scenarios; do
       done
     done
     stop_all
+    # What each bridge learned (its final counters, printed at SIGINT): a guest whose frames
+    # are not learned unicast shows here as moves and floods.
+    if [ "$scenario" = vm2vm ]; then
+      for i in $(seq ${#labels[@]}); do
+        echo "  $label ${size}B ${labels[$((i - 1))]}: $(grep -a -o 'bridge entries.*' "$run/vqswitch$i.log" |
+          tail -1)" >&2
+      done
+    fi
     for i in $(seq ${#labels[@]}); do
       mapfile -t lines < <(scenario_lines "$label" "$size" ovs-dpdk "${rates[0]}" "${labels[$((i - 1))]}" \
         "${rates[$i]}" "${rates[ratio.$i]}" rounds "${cycles[0]}" "${cycles[$i]}" |

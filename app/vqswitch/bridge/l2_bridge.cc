@@ -235,8 +235,8 @@ void L2Bridge::forward_chunk(const VlanMap& vlans, uint16_t slot, uint16_t in_po
   if (chunk.no_route != 0) in_counters.count_drop(SwitchDrop::kNoRoute, chunk.no_route);
 }
 
-void L2Bridge::unicast(const VlanMap& vlans, const Packet& p, uint16_t port, TxBufferSet& out,
-                       PortQueueCounters& in_counters) {
+__rte_always_inline void L2Bridge::unicast(const VlanMap& vlans, const Packet& p, uint16_t port,
+                                           TxBufferSet& out, PortQueueCounters& in_counters) {
   const TagForm want = vlans.egress_form(port, p.in);
   rte_mbuf* m = want == p.in.have ? p.m : reshaped(p.m, p.in.have, want, true);
   if (m == nullptr) {

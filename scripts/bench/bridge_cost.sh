@@ -10,6 +10,7 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+source "$top/scripts/bench/common.sh"
 binary=$top/build/scripts/bench/vqs-bridge-cost
 flows="1 32"
 bursts=2000
@@ -22,10 +23,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -x "$binary" ] || { echo "bridge_cost.sh: no $binary (build first: ninja -C build)" >&2; exit 1; }
-if ! command -v valgrind >/dev/null; then
-  [ "$(id -u)" -eq 0 ] || { echo "bridge_cost.sh: needs valgrind (or root to install it)" >&2; exit 1; }
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind >/dev/null
-fi
+need_valgrind bridge_cost.sh
 work=$(mktemp -d /tmp/vqs-bridge-cost.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 for f in $flows; do

@@ -45,10 +45,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -x "$binary" ] || { echo "burst_cost.sh: no $binary (build first: ninja -C build)" >&2; exit 1; }
-if ! command -v valgrind >/dev/null; then
-  [ "$(id -u)" -eq 0 ] || { echo "burst_cost.sh: needs valgrind (or root to install it)" >&2; exit 1; }
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind >/dev/null
-fi
+need_valgrind burst_cost.sh
 
 work=$(mktemp -d /tmp/vqs-burst-cost.XXXXXX)
 trap 'rm -rf "$work"' EXIT

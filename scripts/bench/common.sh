@@ -19,6 +19,13 @@ busy_cycles() { grep -a -oE "CPU cycles/packet=[0-9.]+" "$1" | tail -1 | cut -d=
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
+# need_valgrind SCRIPT: valgrind, installed from Debian if missing (root), or exit naming SCRIPT.
+need_valgrind() {
+  command -v valgrind >/dev/null && return
+  [ "$(id -u)" -eq 0 ] || { echo "$1: needs valgrind (or root to install it)" >&2; exit 1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind >/dev/null
+}
+
 # scenario_lines MODE SIZE BASELINE BASE_RATES CANDIDATE CAND_RATES RATIOS LABEL BASE_CYC CAND_CYC
 #   [TSC_MHZ]:
 # a scenario's result, one line per line: the medians of both backends' rates and of the ratios

@@ -7,6 +7,7 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_launch.h>
 #include <rte_spinlock.h>
 
 #include <array>
@@ -93,6 +94,17 @@ inline void run_guest_commands(const GuestCommands& commands, const std::atomic<
     std::printf("testpmd> ");
     std::fflush(stdout);
   }
+}
+
+// The rest of a guest's life once its ports are up: `worker` on lcore `worker_lcore`, the
+// commands answered until "quit", the end of input or `stop` (which the caller's SIGINT and
+// SIGTERM handlers set), then `stop` set for the worker and the worker waited for.
+inline void serve_commands(lcore_function_t* worker, void* arg, unsigned worker_lcore,
+                           const GuestCommands& commands, std::atomic<bool>& stop) {
+  rte_eal_remote_launch(worker, arg, worker_lcore);
+  run_guest_commands(commands, stop);
+  stop.store(true);
+  rte_eal_wait_lcore(worker_lcore);
 }
 
 // Seconds between two reports (0 at the first).

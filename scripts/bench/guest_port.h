@@ -4,8 +4,11 @@
 
 #include <rte_eal.h>
 #include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace vqs::bench {
@@ -32,6 +35,16 @@ inline bool start_all_ports(rte_mempool* pool, const char* program, bool rx_inte
     }
   }
   return true;
+}
+
+// An mbuf pool for every port EAL created: each may hold a ring's worth on Rx and an uncleaned
+// one on Tx (1024 each by default). nullptr, said with `program` first, when DPDK refuses.
+inline rte_mempool* create_port_pool(const char* name, const char* program) {
+  const unsigned mbufs = std::max(32767u, rte_eth_dev_count_avail() * 2048u + 8192u);
+  rte_mempool* pool = rte_pktmbuf_pool_create(name, mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                              static_cast<int>(rte_socket_id()));
+  if (pool == nullptr) std::fprintf(stderr, "%s: no mbuf pool\n", program);
+  return pool;
 }
 
 // At the end: every port stopped and closed (a vhost-user backend sees the guest go), then EAL.

@@ -153,18 +153,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vqs-vm2vm-guest: needs two --vdev ports and a worker lcore\n");
     return 2;
   }
-  // Each port may hold a ring's worth on Rx and an uncleaned one on Tx (1024 each by default).
-  const unsigned mbufs = std::max(32767u, rte_eth_dev_count_avail() * 2048u + 8192u);
-  w.pool = rte_pktmbuf_pool_create("vm2vm", mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-                                   static_cast<int>(rte_socket_id()));
-  if (w.pool == nullptr) {
-    std::fprintf(stderr, "vqs-vm2vm-guest: no mbuf pool\n");
-    return 1;
-  }
+  w.pool = vqs::bench::create_port_pool("vm2vm", "vqs-vm2vm-guest");
+  if (w.pool == nullptr) return 1;
   if (!vqs::bench::start_all_ports(w.pool, "vqs-vm2vm-guest")) return 1;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  rte_eal_remote_launch(worker_loop, &w, worker);
   Reporter reporter;
   size_t active = 0;
   vqs::bench::GuestCommands commands;
@@ -178,9 +171,7 @@ int main(int argc, char** argv) {
     g_active.publish({});
   };
   commands.show = [&] { reporter.report(active); };
-  vqs::bench::run_guest_commands(commands, g_stop);
-  g_stop.store(true);
-  rte_eal_wait_lcore(worker);
+  vqs::bench::serve_commands(worker_loop, &w, worker, commands, g_stop);
   vqs::bench::close_all_ports();
   return 0;
 }

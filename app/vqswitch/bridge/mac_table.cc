@@ -26,7 +26,8 @@ constexpr uint32_t kMinTableSize = 8;
 std::atomic<uint32_t> table_serial{0};  // rte_hash and its rings need unique names
 
 // rte_hash compares keys of 16 bytes and more with vector code and any other length with
-// memcmp(), a library call per candidate: ours are one word.
+// memcmp(), a library call per candidate: ours are one word. (A function pointer, which DPDK
+// says a secondary process cannot follow: no secondary process uses this table.)
 int keys_differ(const void* a, const void* b, size_t /*len: always 8*/) {
   uint64_t x, y;
   std::memcpy(&x, a, sizeof(x));

@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
                  "usage: vqs-bridge-cost [--flows 1..hosts] [--bursts N] [--hosts <=4096]\n");
     return 2;
   }
-  const std::string prefix = "vqs-bridge-cost-" + std::to_string(getpid());
+  const std::string prefix = std::string("vqs-bridge-cost-").append(std::to_string(getpid()));
   std::vector<std::string> args = {
       argv[0], "--no-huge", "--no-shconf",   "--no-pci", "-m",          "256",
       "-l",    "0",         "--file-prefix", prefix,     "--log-level", "*:warning"};
@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<FakePort>> ports;
   std::vector<vqs::app::TxBufferSet::Output> outputs(kPorts);
   for (uint16_t i = 0; i < kPorts; ++i) {
-    ports.push_back(std::make_unique<FakePort>("p" + std::to_string(i), i, 1, 1, true));
+    ports.push_back(
+        std::make_unique<FakePort>(std::string("p").append(std::to_string(i)), i, 1, 1, true));
     outputs[i].port = ports[i].get();
   }
   vqs::app::TxBufferSet tx(std::move(outputs), kBurst);

@@ -113,6 +113,8 @@ __rte_always_inline void L2Bridge::classify(const VlanMap& vlans, uint16_t in_po
   // runs): a burst of one flow takes two keys, not two a frame.
   uint16_t last_src = kNoKeyIndex;
   uint16_t last_dst = kNoKeyIndex;
+  uint64_t last_src_key = 0;  // valid while last_src is set
+  uint64_t last_dst_key = 0;
   for (uint16_t i = 0; i < count; ++i) {
     Packet& p = chunk.packets[chunk.n];
     p.m = pkts[i];
@@ -128,8 +130,8 @@ __rte_always_inline void L2Bridge::classify(const VlanMap& vlans, uint16_t in_po
     p.dst_index = kNoKeyIndex;
     if (is_learnable(src)) {
       p.src_key = MacTable::key(src, p.in.vlan);
-      if (last_src == kNoKeyIndex ||
-          *static_cast<const uint64_t*>(chunk.keys[last_src]) != p.src_key) {
+      if (last_src == kNoKeyIndex || last_src_key != p.src_key) {
+        last_src_key = p.src_key;
         last_src = chunk.n_keys;
         chunk.keys[chunk.n_keys++] = &p.src_key;
       }
@@ -137,8 +139,8 @@ __rte_always_inline void L2Bridge::classify(const VlanMap& vlans, uint16_t in_po
     }
     if (!is_multicast(dst)) {
       p.dst_key = MacTable::key(dst, p.in.vlan);
-      if (last_dst == kNoKeyIndex ||
-          *static_cast<const uint64_t*>(chunk.keys[last_dst]) != p.dst_key) {
+      if (last_dst == kNoKeyIndex || last_dst_key != p.dst_key) {
+        last_dst_key = p.dst_key;
         last_dst = chunk.n_keys;
         chunk.keys[chunk.n_keys++] = &p.dst_key;
       }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Instructions a frame in the L2 bridge (vqs-bridge-cost under callgrind, counted inside
-# L2Bridge::forward only), for bursts of one flow and of --flows interleaved flows. The counts
+# Instructions a frame in the L2 bridge (vqs-bridge-cost under callgrind, counted in its measured
+# bursts only: L2Bridge::forward and the flush into the ports), for bursts of one flow and of --flows interleaved flows. The counts
 # repeat exactly run after run: a change to the bridge is judged by them before rates.
 #
 #   scripts/bench/bridge_cost.sh [--binary PATH] [--flows "1 32"] [--bursts 2000]
@@ -28,7 +28,7 @@ work=$(mktemp -d /tmp/vqs-bridge-cost.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 for f in $flows; do
   valgrind --tool=callgrind --callgrind-out-file="$work/cg.$f" \
-    --toggle-collect='vqs::app::L2Bridge::forward(*' "$binary" --flows "$f" --bursts "$bursts" \
+    --toggle-collect='*forward_measured*' "$binary" --flows "$f" --bursts "$bursts" \
     >"$work/log.$f" 2>&1 || { cat "$work/log.$f" >&2; exit 1; }
   instr=$(grep -a -oE "Collected : [0-9]+" "$work/log.$f" | awk '{print $3}')
   packets=$(grep -a -oE "packets=[0-9]+" "$work/log.$f" | cut -d= -f2)

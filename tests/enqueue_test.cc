@@ -136,29 +136,39 @@ TEST_CASE("the virtio-net header is right whatever the buffer held before", "[sp
   for (const uint64_t features :
        {uint64_t{0}, kModernFeatures, kModernFeatures | bit(kNetFMrgRxbuf)}) {
     for (const bool junk : {true, false}) {
-      Device dev(features);
-      SimGuest& g = dev.rx;
-      const uint32_t hdr_size = g.hdr_size();
-      const uint64_t gpa = g.memory().alloc(1536);
-      uint8_t* buf = g.memory().host(gpa, 1536);
-      VirtioNetHdrMrgRxbuf want{};
-      want.num_buffers = 1;
-      if (junk)
-        std::memset(buf, 0xab, hdr_size);
-      else
-        std::memcpy(buf, &want, hdr_size);
-      const uint16_t id = g.alloc_desc();
-      g.desc(id) = VringDesc{gpa, 1536, kVringDescFWrite, 0};
-      g.post_head(id);
-      g.publish();
-      const auto frame = make_frame(64, 7);
-      REQUIRE(dev.enqueue({make_mbuf(frame)}) == 1);
-      INFO("features " << features << " junk " << junk);
-      CHECK(std::memcmp(buf, &want, hdr_size) == 0);
-      CHECK(std::memcmp(buf + hdr_size, frame.data(), frame.size()) == 0);
-      const auto used = g.take_used();
-      REQUIRE(used.size() == 1);
-      CHECK(used[0].len == hdr_size + 64);
+      for (const bool chained : {false, true}) {
+        Device dev(features);
+        SimGuest& g = dev.rx;
+        const uint32_t hdr_size = g.hdr_size();
+        const uint64_t gpa = g.memory().alloc(1536);
+        uint8_t* buf = g.memory().host(gpa, 1536);
+        VirtioNetHdrMrgRxbuf want{};
+        want.num_buffers = 1;
+        if (junk)
+          std::memset(buf, 0xab, hdr_size);
+        else
+          std::memcpy(buf, &want, hdr_size);
+        const uint16_t id = g.alloc_desc();
+        g.desc(id) = VringDesc{gpa, 1536, kVringDescFWrite, 0};
+        g.post_head(id);
+        g.publish();
+        const auto frame = make_frame(chained ? 1400 : 64, 7);
+        rte_mbuf* m = make_mbuf(frame);
+        if (chained) {  // as a lent guest frame: a copied head, then the payload
+          rte_mbuf* tail = make_mbuf({frame.begin() + 128, frame.end()});
+          REQUIRE(rte_pktmbuf_trim(m, frame.size() - 128) == 0);
+          REQUIRE(rte_pktmbuf_chain(m, tail) == 0);
+        }
+        REQUIRE(dev.enqueue({m}) == 1);
+        INFO("features " << features << " junk " << junk << " chained " << chained);
+        CHECK(std::memcmp(buf, &want, hdr_size) == 0);
+        CHECK(std::memcmp(buf + hdr_size, frame.data(), frame.size()) == 0);
+        const auto used = g.take_used();
+        REQUIRE(used.size() == 1);
+        CHECK(used[0].len == hdr_size + frame.size());
+        CHECK(dev.rxq.stats().packets == 1);
+        CHECK(dev.rxq.stats().bytes == frame.size());
+      }
     }
   }
 }

@@ -56,6 +56,20 @@ void write_plain_header(uint8_t* buf, uint32_t hdr_size) {
   }
 }
 
+// The packet's segments one after another at `dst` (known to hold pkt_len bytes).
+void copy_segments(uint8_t* dst, const rte_mbuf* m) {
+  for (const rte_mbuf* seg = m; seg != nullptr; seg = seg->next) {
+    std::memcpy(dst, rte_pktmbuf_mtod(seg, const uint8_t*), seg->data_len);
+    dst += seg->data_len;
+  }
+}
+
+// The destination MAC for the stats: a chained mbuf's first segment may hold less of it.
+const uint8_t* destination(const rte_mbuf* m, uint32_t len, uint8_t (&copy)[RTE_ETHER_ADDR_LEN]) {
+  if (len < RTE_ETHER_ADDR_LEN) return rte_pktmbuf_mtod(m, const uint8_t*);
+  return static_cast<const uint8_t*>(rte_pktmbuf_read(m, 0, RTE_ETHER_ADDR_LEN, copy));
+}
+
 // Descriptor reads a burst may spend gathering, per packet, on top of one longest chain: a
 // 64 KiB packet in 1.5 KiB mergeable buffers takes 44 one-descriptor chains, and Linux's
 // non-mergeable big-packet chains have 19 descriptors. Chains of empty or tiny buffers could
@@ -254,21 +268,30 @@ BurstResult enqueue_burst_on(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t coun
     const rte_mbuf* m = pkts[consumed];
     if (consumed + 1 < count) rte_prefetch0(rte_pktmbuf_mtod(pkts[consumed + 1], const void*));
     const uint32_t len = rte_pktmbuf_pkt_len(m);
-    // Fast path: a one-segment packet without offload requests into a one-descriptor chain that
-    // holds it whole (with or without mergeable buffers, what the slow path would do too).
-    if (pos < gatherer.posted() && m->nb_segs == 1 && (m->ol_flags & offload_mask) == 0) {
+    // Fast path: a packet without offload requests into a one-descriptor chain that holds it
+    // whole (with or without mergeable buffers, what the slow path would do too). Chained mbufs
+    // too: a lent guest frame (zero-copy) is a copied head and the guest's payload.
+    if (pos < gatherer.posted() && (m->ol_flags & offload_mask) == 0 && len <= kMaxFrameLen) {
       const typename Burst::Handle id = burst.handle(pos);
       uint32_t buf_len = 0;
       uint8_t* buf = burst.single_buffer(id, ChainAccess::kDeviceWrites, &buf_len);
       if (buf != nullptr && buf_len >= hdr_size + len) {
         write_plain_header(buf, hdr_size);
-        std::memcpy(buf + hdr_size, rte_pktmbuf_mtod(m, const uint8_t*), len);
+        const uint8_t* dst;
+        uint8_t dst_copy[RTE_ETHER_ADDR_LEN];
+        if (m->nb_segs == 1) [[likely]] {
+          dst = rte_pktmbuf_mtod(m, const uint8_t*);
+          std::memcpy(buf + hdr_size, dst, len);
+        } else {
+          copy_segments(buf + hdr_size, m);
+          dst = destination(m, len, dst_copy);
+        }
         if (log != nullptr) [[unlikely]]
           vq.log_written(log, buf, hdr_size + len);
         burst.put_used(id, hdr_size + len);
         ++pos;
         result.bytes += len;
-        stats.count_packet(len, rte_pktmbuf_mtod(m, const uint8_t*));
+        stats.count_packet(len, dst);
         continue;
       }
     }
@@ -297,12 +320,8 @@ BurstResult enqueue_burst_on(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t coun
     for (uint32_t i = 0; i < gatherer.head_count(); ++i)
       burst.put_used(gatherer.head(i).chain, gatherer.head(i).capacity);
     result.bytes += len;
-    // A chained mbuf's first segment may hold less than the destination MAC.
     uint8_t dst_copy[RTE_ETHER_ADDR_LEN];
-    const auto* dst = static_cast<const uint8_t*>(
-        len >= RTE_ETHER_ADDR_LEN ? rte_pktmbuf_read(m, 0, RTE_ETHER_ADDR_LEN, dst_copy)
-                                  : rte_pktmbuf_mtod(m, const uint8_t*));
-    stats.count_packet(len, dst);
+    stats.count_packet(len, destination(m, len, dst_copy));
   }
   // A burst offered every posted buffer waits on the guest: their lines go back if it is far.
   burst.release_lines(pos, posted <= count);

@@ -418,6 +418,39 @@ TEST_CASE("bridge VLANs: a tag the NIC stripped into the mbuf") {
   CHECK(fx.take_counts() == Counts(kVlanPorts, 0));
 }
 
+TEST_CASE("bridge VLANs: frames in a row that differ only in their tag are classified apart") {
+  // A frame whose head equals the previous one's shares its verdict: the tag's TCI and a tag the
+  // NIC stripped into the mbuf are part of what must be equal.
+  BridgeFixture fx({access(10), access(10), access(20), trunk({10, 20}), trunk({20, 30}, 10),
+                    unaware(), unaware()});
+  const Mac a = host(1);
+  rte_mbuf* stripped = fx.mbuf(frame(kBroadcast, a));
+  stripped->ol_flags |= RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED;
+  stripped->vlan_tci = tci(10);
+  fx.forward(kTrunk,
+             {fx.mbuf(frame(kBroadcast, a, tci(10))), fx.mbuf(frame(kBroadcast, a, tci(20))),
+              fx.mbuf(frame(kBroadcast, a, tci(30))), fx.mbuf(frame(kBroadcast, a)), stripped,
+              fx.mbuf(frame(kBroadcast, a, tci(20, 5)))});
+  const Frames untagged{frame(kBroadcast, a), frame(kBroadcast, a)};
+  CHECK(fx.take(kAccess10a) == untagged);
+  CHECK(fx.take(kAccess10b) == untagged);
+  CHECK(fx.take(kAccess20) == untagged);
+  CHECK(fx.take(kNative10) == Frames{frame(kBroadcast, a), frame(kBroadcast, a, tci(20)),
+                                     frame(kBroadcast, a), frame(kBroadcast, a, tci(20, 5))});
+  CHECK(fx.drops(kTrunk, SwitchDrop::kVlanFiltered) == 2);  // VLAN 30; untagged, no native VLAN
+  CHECK(fx.take_counts() == Counts(kVlanPorts, 0));
+  // The same bytes, untagged into the native VLAN, then with a stripped tag of VLAN 20.
+  stripped = fx.mbuf(frame(kBroadcast, a));
+  stripped->ol_flags |= RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED;
+  stripped->vlan_tci = tci(20, 5);
+  fx.forward(kNative10, {fx.mbuf(frame(kBroadcast, a)), stripped});
+  CHECK(fx.take(kAccess10a) == Frames{frame(kBroadcast, a)});
+  CHECK(fx.take(kAccess10b) == Frames{frame(kBroadcast, a)});
+  CHECK(fx.take(kTrunk) == Frames{frame(kBroadcast, a, tci(10)), frame(kBroadcast, a, tci(20, 5))});
+  CHECK(fx.take(kAccess20) == Frames{frame(kBroadcast, a)});
+  CHECK(fx.take_counts() == Counts(kVlanPorts, 0));
+}
+
 TEST_CASE("bridge VLANs: frames the bridge may not edit are copied") {
   BridgeFixture fx({access(10), trunk({10})});
   const Mac a = host(1);

@@ -4,6 +4,7 @@
 #include <rte_cycles.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace vqs::app {
 
@@ -18,6 +19,24 @@ void bump(std::atomic<uint64_t>& counter, uint64_t n) {
 }
 
 bool is_multicast(const uint8_t* mac) { return (mac[0] & 0x01) != 0; }
+
+// A frame's first bytes as far as the bridge's verdict reads them: both addresses, the ethertype
+// and a tag's TCI. With no VLAN flag on the mbuf, two frames from one port that share them are
+// classified, keyed and sent alike.
+struct FrameHead {
+  uint64_t words[2];
+  bool operator==(const FrameHead&) const = default;
+};
+constexpr uint16_t kFrameHeadLen = sizeof(FrameHead);
+constexpr uint64_t kRxVlanFlags = RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED;
+
+// The frame's head, or false when the frame cannot share a verdict that way (short, or a VLAN
+// flag on the mbuf: the verdict then reads the mbuf too).
+bool frame_head(const rte_mbuf* m, FrameHead* head) {
+  if (rte_pktmbuf_data_len(m) < kFrameHeadLen || (m->ol_flags & kRxVlanFlags) != 0) return false;
+  std::memcpy(head->words, rte_pktmbuf_mtod(m, const uint8_t*), sizeof(head->words));
+  return true;
+}
 
 // A source worth learning: unicast and not all zeros.
 bool is_learnable(const uint8_t* mac) {
@@ -115,8 +134,20 @@ __rte_always_inline void L2Bridge::classify(const VlanMap& vlans, uint16_t in_po
   uint16_t last_dst = kNoKeyIndex;
   uint64_t last_src_key = 0;  // valid while last_src is set
   uint64_t last_dst_key = 0;
+  // The head of the last frame kept (chunk.packets[chunk.n - 1]), when a frame may share its
+  // verdict: the frames of a run then skip classification and keys (most of the bridge's work).
+  FrameHead last_head;
+  bool last_shareable = false;
   for (uint16_t i = 0; i < count; ++i) {
     Packet& p = chunk.packets[chunk.n];
+    FrameHead head{};
+    const bool shareable = frame_head(pkts[i], &head);
+    if (shareable && last_shareable && head == last_head) {
+      p = chunk.packets[chunk.n - 1];
+      p.m = pkts[i];
+      ++chunk.n;
+      continue;
+    }
     p.m = pkts[i];
     const VlanVerdict verdict = vlans.classify(in_port, p.m, &p.in);
     if (verdict != VlanVerdict::kOk) {
@@ -147,6 +178,8 @@ __rte_always_inline void L2Bridge::classify(const VlanMap& vlans, uint16_t in_po
       p.dst_index = last_dst;
     }
     ++chunk.n;
+    last_shareable = shareable;
+    last_head = head;
   }
 }
 

@@ -449,6 +449,17 @@ TEST_CASE("bridge VLANs: frames in a row that differ only in their tag are class
   CHECK(fx.take(kTrunk) == Frames{frame(kBroadcast, a, tci(10)), frame(kBroadcast, a, tci(20, 5))});
   CHECK(fx.take(kAccess20) == Frames{frame(kBroadcast, a)});
   CHECK(fx.take_counts() == Counts(kVlanPorts, 0));
+  // A run of unicast frames that each need their tag removed, then one to send as it is.
+  const Mac b = host(2);
+  fx.send(kAccess10a, frame(kBroadcast, b));
+  fx.send(kTrunk, frame(kBroadcast, b, tci(20)));
+  fx.take_counts();
+  fx.forward(kTrunk, {fx.mbuf(frame(b, a, tci(10))), fx.mbuf(frame(b, a, tci(10))),
+                      fx.mbuf(frame(b, a, tci(10)))});
+  CHECK(fx.take(kAccess10a) == Frames(3, frame(b, a)));
+  fx.forward(kNative10, {fx.mbuf(frame(b, a, tci(20))), fx.mbuf(frame(b, a, tci(20)))});
+  CHECK(fx.take(kTrunk) == Frames(2, frame(b, a, tci(20))));
+  CHECK(fx.take_counts() == Counts(kVlanPorts, 0));
 }
 
 TEST_CASE("bridge VLANs: frames the bridge may not edit are copied") {

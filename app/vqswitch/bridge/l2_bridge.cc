@@ -66,6 +66,7 @@ struct L2Bridge::Packet {
   uint64_t dst_key;
   uint16_t src_index;  // into the chunk's lookup keys, or kNoKeyIndex: not looked up
   uint16_t dst_index;
+  bool shares_verdict;  // classified as the previous packet of the chunk (classify())
 };
 
 struct L2Bridge::Chunk {
@@ -140,15 +141,17 @@ __rte_always_inline void L2Bridge::classify(const VlanMap& vlans, uint16_t in_po
   bool last_shareable = false;
   for (uint16_t i = 0; i < count; ++i) {
     Packet& p = chunk.packets[chunk.n];
-    FrameHead head{};
+    FrameHead head;
     const bool shareable = frame_head(pkts[i], &head);
     if (shareable && last_shareable && head == last_head) {
       p = chunk.packets[chunk.n - 1];
       p.m = pkts[i];
+      p.shares_verdict = true;
       ++chunk.n;
       continue;
     }
     p.m = pkts[i];
+    p.shares_verdict = false;
     const VlanVerdict verdict = vlans.classify(in_port, p.m, &p.in);
     if (verdict != VlanVerdict::kOk) {
       (verdict == VlanVerdict::kFiltered ? chunk.filtered : chunk.no_route)++;
@@ -179,7 +182,7 @@ __rte_always_inline void L2Bridge::classify(const VlanMap& vlans, uint16_t in_po
     }
     ++chunk.n;
     last_shareable = shareable;
-    last_head = head;
+    if (shareable) last_head = head;
   }
 }
 
@@ -229,8 +232,16 @@ __rte_always_inline void L2Bridge::send(const VlanMap& vlans, uint16_t slot, uin
   uint64_t flooded = 0;
   uint16_t last_index = kNoKeyIndex;  // frames sharing a key index share the output
   int32_t last_port = -1;
+  // The port the previous packet went to as it was (unicast, no tag to change), or -1: a packet
+  // that shares its verdict goes there too.
+  int32_t unchanged_to = -1;
   for (uint16_t i = 0; i < chunk.n; ++i) {
     const Packet& p = chunk.packets[i];
+    if (p.shares_verdict && unchanged_to >= 0) {
+      out.push(static_cast<uint16_t>(unchanged_to), p.m);
+      continue;
+    }
+    unchanged_to = -1;
     int32_t port = -1;
     if (p.dst_index != kNoKeyIndex && p.dst_index == last_index) {
       port = last_port;
@@ -250,7 +261,7 @@ __rte_always_inline void L2Bridge::send(const VlanMap& vlans, uint16_t slot, uin
       ++chunk.no_route;
       chunk.drop(p.m);
     } else {
-      unicast(vlans, p, static_cast<uint16_t>(port), out, in_counters);
+      if (unicast(vlans, p, static_cast<uint16_t>(port), out, in_counters)) unchanged_to = port;
     }
   }
   bump(slots_[slot].flooded, flooded);
@@ -270,15 +281,20 @@ void L2Bridge::forward_chunk(const VlanMap& vlans, uint16_t slot, uint16_t in_po
   if (chunk.no_route != 0) in_counters.count_drop(SwitchDrop::kNoRoute, chunk.no_route);
 }
 
-__rte_always_inline void L2Bridge::unicast(const VlanMap& vlans, const Packet& p, uint16_t port,
+__rte_always_inline bool L2Bridge::unicast(const VlanMap& vlans, const Packet& p, uint16_t port,
                                            TxBufferSet& out, PortQueueCounters& in_counters) {
   const TagForm want = vlans.egress_form(port, p.in);
-  rte_mbuf* m = want == p.in.have ? p.m : reshaped(p.m, p.in.have, want, true);
+  if (want == p.in.have) {
+    out.push(port, p.m);
+    return true;
+  }
+  rte_mbuf* m = reshaped(p.m, p.in.have, want, true);
   if (m == nullptr) {
     in_counters.count_drop(SwitchDrop::kMbufExhausted);
-    return;
+    return false;
   }
   out.push(port, m);
+  return false;
 }
 
 bool L2Bridge::flood(const VlanMap& vlans, const Packet& p, uint16_t in_port, TxBufferSet& out,

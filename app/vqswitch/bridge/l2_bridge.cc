@@ -4,7 +4,6 @@
 #include <rte_cycles.h>
 
 #include <algorithm>
-#include <cstring>
 
 namespace vqs::app {
 
@@ -19,24 +18,6 @@ void bump(std::atomic<uint64_t>& counter, uint64_t n) {
 }
 
 bool is_multicast(const uint8_t* mac) { return (mac[0] & 0x01) != 0; }
-
-// A frame's first bytes as far as the bridge's verdict reads them: both addresses, the ethertype
-// and a tag's TCI. With no VLAN flag on the mbuf, two frames from one port that share them are
-// classified, keyed and sent alike.
-struct FrameHead {
-  uint64_t words[2];
-  bool operator==(const FrameHead&) const = default;
-};
-constexpr uint16_t kFrameHeadLen = sizeof(FrameHead);
-constexpr uint64_t kRxVlanFlags = RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED;
-
-// The frame's head, or false when the frame cannot share a verdict that way (short, or a VLAN
-// flag on the mbuf: the verdict then reads the mbuf too).
-bool frame_head(const rte_mbuf* m, FrameHead* head) {
-  if (rte_pktmbuf_data_len(m) < kFrameHeadLen || (m->ol_flags & kRxVlanFlags) != 0) return false;
-  std::memcpy(head->words, rte_pktmbuf_mtod(m, const uint8_t*), sizeof(head->words));
-  return true;
-}
 
 // A source worth learning: unicast and not all zeros.
 bool is_learnable(const uint8_t* mac) {
@@ -66,7 +47,6 @@ struct L2Bridge::Packet {
   uint64_t dst_key;
   uint16_t src_index;  // into the chunk's lookup keys, or kNoKeyIndex: not looked up
   uint16_t dst_index;
-  bool shares_verdict;  // classified as the previous packet of the chunk (classify())
 };
 
 struct L2Bridge::Chunk {
@@ -135,23 +115,9 @@ __rte_always_inline void L2Bridge::classify(const VlanMap& vlans, uint16_t in_po
   uint16_t last_dst = kNoKeyIndex;
   uint64_t last_src_key = 0;  // valid while last_src is set
   uint64_t last_dst_key = 0;
-  // The head of the last frame kept (chunk.packets[chunk.n - 1]), when a frame may share its
-  // verdict: the frames of a run then skip classification and keys (most of the bridge's work).
-  FrameHead last_head;
-  bool last_shareable = false;
   for (uint16_t i = 0; i < count; ++i) {
     Packet& p = chunk.packets[chunk.n];
-    FrameHead head;
-    const bool shareable = frame_head(pkts[i], &head);
-    if (shareable && last_shareable && head == last_head) {
-      p = chunk.packets[chunk.n - 1];
-      p.m = pkts[i];
-      p.shares_verdict = true;
-      ++chunk.n;
-      continue;
-    }
     p.m = pkts[i];
-    p.shares_verdict = false;
     const VlanVerdict verdict = vlans.classify(in_port, p.m, &p.in);
     if (verdict != VlanVerdict::kOk) {
       (verdict == VlanVerdict::kFiltered ? chunk.filtered : chunk.no_route)++;
@@ -181,8 +147,6 @@ __rte_always_inline void L2Bridge::classify(const VlanMap& vlans, uint16_t in_po
       p.dst_index = last_dst;
     }
     ++chunk.n;
-    last_shareable = shareable;
-    if (shareable) last_head = head;
   }
 }
 
@@ -232,16 +196,8 @@ __rte_always_inline void L2Bridge::send(const VlanMap& vlans, uint16_t slot, uin
   uint64_t flooded = 0;
   uint16_t last_index = kNoKeyIndex;  // frames sharing a key index share the output
   int32_t last_port = -1;
-  // The port the previous packet went to as it was (unicast, no tag to change), or -1: a packet
-  // that shares its verdict goes there too.
-  int32_t unchanged_to = -1;
   for (uint16_t i = 0; i < chunk.n; ++i) {
     const Packet& p = chunk.packets[i];
-    if (p.shares_verdict && unchanged_to >= 0) {
-      out.push(static_cast<uint16_t>(unchanged_to), p.m);
-      continue;
-    }
-    unchanged_to = -1;
     int32_t port = -1;
     if (p.dst_index != kNoKeyIndex && p.dst_index == last_index) {
       port = last_port;
@@ -261,7 +217,7 @@ __rte_always_inline void L2Bridge::send(const VlanMap& vlans, uint16_t slot, uin
       ++chunk.no_route;
       chunk.drop(p.m);
     } else {
-      if (unicast(vlans, p, static_cast<uint16_t>(port), out, in_counters)) unchanged_to = port;
+      unicast(vlans, p, static_cast<uint16_t>(port), out, in_counters);
     }
   }
   bump(slots_[slot].flooded, flooded);
@@ -281,20 +237,15 @@ void L2Bridge::forward_chunk(const VlanMap& vlans, uint16_t slot, uint16_t in_po
   if (chunk.no_route != 0) in_counters.count_drop(SwitchDrop::kNoRoute, chunk.no_route);
 }
 
-__rte_always_inline bool L2Bridge::unicast(const VlanMap& vlans, const Packet& p, uint16_t port,
+__rte_always_inline void L2Bridge::unicast(const VlanMap& vlans, const Packet& p, uint16_t port,
                                            TxBufferSet& out, PortQueueCounters& in_counters) {
   const TagForm want = vlans.egress_form(port, p.in);
-  if (want == p.in.have) {
-    out.push(port, p.m);
-    return true;
-  }
-  rte_mbuf* m = reshaped(p.m, p.in.have, want, true);
+  rte_mbuf* m = want == p.in.have ? p.m : reshaped(p.m, p.in.have, want, true);
   if (m == nullptr) {
     in_counters.count_drop(SwitchDrop::kMbufExhausted);
-    return false;
+    return;
   }
   out.push(port, m);
-  return false;
 }
 
 bool L2Bridge::flood(const VlanMap& vlans, const Packet& p, uint16_t in_port, TxBufferSet& out,

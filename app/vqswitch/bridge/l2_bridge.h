@@ -96,9 +96,8 @@ class L2Bridge {
   void learn_sources(uint16_t slot, uint16_t in_port, uint64_t now_tsc, const Chunk& chunk);
   void send(const VlanMap& vlans, uint16_t slot, uint16_t in_port, Chunk& chunk, TxBufferSet& out,
             PortQueueCounters& in_counters);
-  // Sends `p` to `port` in the form the port needs (or drops it, counted); true when `p` went
-  // as it was.
-  bool unicast(const VlanMap& vlans, const Packet& p, uint16_t port, TxBufferSet& out,
+  // Sends `p` to `port` in the form the port needs (or drops it, counted).
+  void unicast(const VlanMap& vlans, const Packet& p, uint16_t port, TxBufferSet& out,
                PortQueueCounters& in_counters);
   // Sends `p` to every other port of its VLAN; false when there was none.
   bool flood(const VlanMap& vlans, const Packet& p, uint16_t in_port, TxBufferSet& out,

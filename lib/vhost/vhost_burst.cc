@@ -16,6 +16,14 @@ BurstResult VhostDevice::receive_burst(uint16_t queue, rte_mempool* pool, rte_mb
   Vring& v = vrings_[guest_tx_vring(queue)];
   QueueGate::Entry entry(v.gate);
   if (!entry) return {};
+  // While lending is off every packet is copied; the tracker still takes back what was lent.
+  LendPolicy copy_all;
+  const LendPolicy* lending = &v.lending;
+  if (v.lending.tracker != nullptr && !lending_on_.load(std::memory_order_relaxed)) [[unlikely]] {
+    copy_all = v.lending;
+    copy_all.min_len = UINT32_MAX;
+    lending = &copy_all;
+  }
   // Only queue 0's vring is ever set (one load a burst, of a line this lcore owns).
   if (v.pending_rarp.load(std::memory_order_relaxed) != 0 && max_packets > 0) [[unlikely]] {
     const uint64_t pending = v.pending_rarp.exchange(0, std::memory_order_relaxed);
@@ -33,13 +41,13 @@ BurstResult VhostDevice::receive_burst(uint16_t queue, rte_mempool* pool, rte_mb
       v.queue.stats().count_packet(len, rte_pktmbuf_mtod(rarp, const uint8_t*));
       pkts[0] = rarp;
       BurstResult r = dequeue_burst(v.queue, pool, pkts + 1, static_cast<uint16_t>(max_packets - 1),
-                                    max_bytes > len ? max_bytes - len : 1, v.lending);
+                                    max_bytes > len ? max_bytes - len : 1, *lending);
       ++r.packets;
       r.bytes += len;
       return r;
     }
   }
-  return dequeue_burst(v.queue, pool, pkts, max_packets, max_bytes, v.lending);
+  return dequeue_burst(v.queue, pool, pkts, max_packets, max_bytes, *lending);
 }
 
 uint16_t VhostDevice::send_burst(uint16_t queue, rte_mbuf** pkts, uint16_t count,

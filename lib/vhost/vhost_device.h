@@ -92,6 +92,14 @@ class VhostDevice {
   // returns once no lcore is inside a burst.
   void set_datapath_enabled(bool enabled);
 
+  // With options.zero_copy: whether guest TX lends at all (true at creation). The owner turns it
+  // off while every output it sends this guest's packets to would copy them anyway (another
+  // guest, a NIC that takes no lent buffers): lending there only adds its bookkeeping to the
+  // copy. Packets are then copied (counted as zero_copy_copied); chains lent before go back as
+  // their mbufs are freed. Any thread; the next burst follows it.
+  void set_lending(bool lend) { lending_on_.store(lend, std::memory_order_relaxed); }
+  bool lending() const { return lending_on_.load(std::memory_order_relaxed); }
+
   // Datapath, one lcore per vring, the bursts both products run (vhost_burst.cc). Each does
   // nothing while the vring may not be used (no guest, or a message being handled).
   // From guest TX queue `queue`: up to max_packets packets (at least one, then up to max_bytes)
@@ -258,10 +266,11 @@ class VhostDevice {
   // since. RESET_OWNER unmaps the log but leaves librte_vhost's pointer to it, which its
   // rte_vhost_log_* calls would then mark.
   std::set<int> log_mapped_;
-  int vid_ = -1;                   // the device being served
-  bool running_ = false;           // between new_device and destroy_device
-  bool suspended_ = false;         // inside a message that changes what the rings point to
-  bool datapath_enabled_ = false;  // the owner's switch
+  int vid_ = -1;                        // the device being served
+  bool running_ = false;                // between new_device and destroy_device
+  bool suspended_ = false;              // inside a message that changes what the rings point to
+  bool datapath_enabled_ = false;       // the owner's switch
+  std::atomic<bool> lending_on_{true};  // set_lending()
   GuestMemory memory_;
   GuestMapping* mapping_ = nullptr;  // with zero-copy: our own mapping behind memory_
   // With zero-copy, librte_vhost's own mapping, which its ring pointers point into.

@@ -734,6 +734,61 @@ TEST_CASE("zero-copy: a NIC that frees lazily is asked to when a guest queue rea
   CHECK(nic.held() + lcore.lent_reclaimed_packets == 320);
 }
 
+TEST_CASE("zero-copy: a guest lends only while one of its outputs takes lent buffers as they are") {
+  RunningSwitch sw("version: 1\neal: {cores: \"0-1\"}\nports:\n" +
+                   vhost_port_yaml("zc4src", ", zerocopy: true") + vhost_port_yaml("zc4dst") +
+                   "lcores: [{lcore: 1, rx: auto}]\nforwarding: {mode: bridge}\n");
+  Guest src("zc4src"), dst("zc4dst");
+  REQUIRE(sw.wait_link(0));
+  REQUIRE(sw.wait_link(1));
+  auto lending = [&] {
+    return static_cast<const GuestPort&>(*sw.get().ports()[0]).device().lending();
+  };
+  // Toward the other guest every frame is copied whatever src does: it copies at once.
+  CHECK_FALSE(lending());
+  exchange(dst, src, kMacA, kMacB, {60}, 1);
+  exchange(src, dst, kMacB, kMacA, std::vector<uint32_t>(32, 1500), 2);
+  PortTotals t = sw.get().totals(0);
+  CHECK(t.guest.zero_copy_packets == 0);
+  CHECK(t.guest.zero_copy_copied >= 32);
+
+  // A NIC joins the bridge (net_ring: takes lent buffers as they are): src lends, to it.
+  const rte_ether_addr kHeld = {{0x02, 0, 0, 0, 0xc, 4}};
+  HoldingPort nic("zcjoin" + std::to_string(serial++));
+  std::string error;
+  const std::optional<PortConfig> port =
+      parse_port(sw.get().running_config(),
+                 "{name: held, type: ethdev, device: " + nic.device() + "}", "add-port", &error);
+  INFO(error);
+  REQUIRE(port.has_value());
+  REQUIRE(sw.get().add_port(*port, "", &error).has_value());
+  CHECK(lending());
+  nic.receive_from(kHeld);
+  for (int i = 0; i < 2000 && sw.get().totals(2).rx_packets == 0; ++i) rte_delay_ms(1);
+  free_all(receive(src.port(), 0, 1));  // the flood of nic's frame
+  free_all(receive(dst.port(), 0, 1));
+  const uint64_t lent_before = sw.get().totals(0).guest.zero_copy_packets;
+  std::vector<rte_mbuf*> large;
+  for (int i = 0; i < 32; ++i) {
+    large.push_back(make_packet(1500, 100 + i));
+    set_macs(large.back(), kHeld, kMacA);
+  }
+  REQUIRE(send_all(src.port(), 0, large) == 32);
+  nic.wait_held(32);
+  CHECK(sw.get().totals(0).guest.zero_copy_packets == lent_before + 32);
+  CHECK(nic.release() == 32);
+
+  // It leaves: copying again.
+  REQUIRE(sw.get().del_port(
+      "held", [](uint16_t) {}, &error));
+  CHECK_FALSE(lending());
+  const uint64_t lent_after = sw.get().totals(0).guest.zero_copy_packets;
+  exchange(src, dst, kMacB, kMacA, std::vector<uint32_t>(32, 1500), 3);
+  t = sw.get().totals(0);
+  CHECK(t.guest.zero_copy_packets == lent_after);
+  CHECK(t.total_drops() == 0);
+}
+
 TEST_CASE("zero-copy: a guest leaving while a NIC holds its buffers wakes the lcore to free them") {
   HoldingPort slow("zcleave" + std::to_string(serial++));
   RunningSwitch sw(zero_copy_xconnect_yaml("zc1src", slow, ", busy_poll_us: 100"));

@@ -67,6 +67,7 @@ bool Switch::build(std::string* error) {
     auto_rx_.push_back(takes);
   }
   if (!create_pools(error) || !create_ports(error) || !create_forwarding(error)) return false;
+  update_lending();
   create_lcores();
   return true;
 }
@@ -231,6 +232,37 @@ void Switch::plan_lent_buffers() {
                nic.name().c_str(), why);
   }
   if (!devices.empty()) dma_registrar_ = std::make_unique<EalDmaRegistrar>(std::move(devices));
+}
+
+bool Switch::takes_lent(int to) const {
+  if (to < 0 || static_cast<size_t>(to) >= ports_.size() || ports_[to] == nullptr ||
+      ports_[to]->is_guest())
+    return false;
+  return static_cast<const EthdevPort&>(*ports_[to]).lent() != LentPolicy::kCopy;
+}
+
+void Switch::update_lending() {
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    if (ports_[i] == nullptr || !ports_[i]->is_guest()) continue;
+    auto& guest = static_cast<GuestPort&>(*ports_[i]);
+    if (!guest.config().vhost.zero_copy) continue;
+    bool lend = false;
+    if (forwarding_->mode == ForwardingMode::kBridge) {
+      for (size_t to = 0; to < ports_.size() && !lend; ++to) lend = to != i && takes_lent(to);
+    } else {
+      lend = takes_lent(forwarding_->xconnect_peer[i]);
+    }
+    if (lend == guest.device().lending()) continue;
+    guest.set_lending(lend);
+    if (lend)
+      SWITCH_LOG(INFO, "port %s: zero-copy: lending, an output takes lent buffers as they are",
+                 guest.name().c_str());
+    else
+      SWITCH_LOG(WARNING,
+                 "port %s: zero-copy: copying, no output takes lent buffers as they are (guests "
+                 "and copying NICs copy them anyway)",
+                 guest.name().c_str());
+  }
 }
 
 Switch::~Switch() {
@@ -623,6 +655,7 @@ std::optional<uint16_t> Switch::add_port(const PortConfig& port, const std::stri
                            },
                            error);
   if (applied) retire_forwarding();
+  update_lending();
   if (created.is_guest()) static_cast<GuestPort&>(created).set_enabled(true);
   topology_generation_.fetch_add(1, std::memory_order_release);
   SWITCH_LOG(INFO, "port %s added (index %u)%s", port.name.c_str(), index,
@@ -674,6 +707,7 @@ bool Switch::del_port(const std::string& name, const std::function<void(uint16_t
   if (applied) last_look(index);  // no lcore counts for it any more
   std::unique_ptr<Port> port = std::move(ports_[index]);
   port_configs_[index] = PortConfig{};
+  update_lending();
   topology_generation_.fetch_add(1, std::memory_order_release);
   if (!applied) {
     detached_.push_back(std::move(port));
@@ -738,6 +772,7 @@ bool Switch::set_pairs(const std::vector<std::pair<std::string, std::string>>& p
       },
       error);
   if (applied) retire_forwarding();
+  update_lending();
   return applied;
 }
 

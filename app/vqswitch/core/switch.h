@@ -162,6 +162,13 @@ class Switch {
   // those that get copies), and the registrar mapping guest memory for the NICs that can DMA
   // from it (IOVA as VA). After the NICs exist, before the guests.
   void plan_lent_buffers();
+  // Each zero-copy guest lends only while one of its outputs takes lent buffers as they are (a
+  // NIC whose EthdevPort::lent() is not kCopy): toward guests and copying NICs the frame is
+  // copied anyway, and lending only adds its bookkeeping (docs/benchmarks.md, "Zero-copy between
+  // two guests"). After every change to the ports or the forwarding table.
+  void update_lending();
+  // Whether port `to` sends lent guest buffers as they are.
+  bool takes_lent(int to) const;
 
   const Config config_;
   const Plan plan_;

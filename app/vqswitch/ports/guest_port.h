@@ -39,6 +39,8 @@ class GuestPort final : public Port, private VhostDevice::Listener {
   // Admits the datapath (or, false, waits until no lcore is inside a burst).
   void set_enabled(bool enabled) { device_->set_datapath_enabled(enabled); }
   const VhostDevice& device() const { return *device_; }
+  // With zerocopy: whether its TX lends (VhostDevice::set_lending; Switch::update_lending).
+  void set_lending(bool lend) { device_->set_lending(lend); }
   // Control thread, now and then: VhostDevice::reap_orphans.
   void reap_orphans() { device_->reap_orphans(); }
   const PortConfig& config() const { return config_; }

@@ -84,6 +84,32 @@ TEST_CASE("chained mbufs are written whole") {
   CHECK(got[0].data == frame);
 }
 
+TEST_CASE("a burst mixing one-buffer and merged packets gives them back in ring order, whole") {
+  // One-buffer packets are copied after the headers of up to 32 are written; a merged packet
+  // (the slow path) and the burst's end must find them all copied and used, in ring order.
+  for (const uint64_t in_order : {uint64_t{0}, bit(kFInOrder)}) {
+    Device dev(kModernFeatures | bit(kNetFMrgRxbuf) | in_order);
+    dev.rx.post_rx(120, 1536);
+    std::vector<std::vector<uint8_t>> frames;
+    std::vector<rte_mbuf*> pkts;
+    for (uint32_t i = 0; i < 80; ++i) {
+      // 40 one-buffer packets, a 3000-byte one (two buffers), then one-buffer ones again.
+      frames.push_back(make_frame(i == 40 ? 3000 : 60 + i, i));
+      pkts.push_back(make_mbuf(frames.back()));
+    }
+    REQUIRE(dev.enqueue(pkts) == 80);
+    INFO("in_order " << in_order);
+    const auto got = dev.rx.receive();
+    REQUIRE(got.size() == 80);
+    for (uint32_t i = 0; i < 80; ++i) {
+      INFO("packet " << i);
+      CHECK(got[i].data == frames[i]);
+      CHECK(got[i].hdr.num_buffers == (i == 40 ? 2 : 1));
+    }
+    CHECK(dev.rxq.stats().packets == 80);
+  }
+}
+
 TEST_CASE("a broadcast whose first mbuf segment is shorter than a MAC is counted as broadcast") {
   Device dev(kModernFeatures | bit(kNetFMrgRxbuf));
   dev.rx.post_rx(4, 1536);

@@ -56,10 +56,12 @@ void write_plain_header(uint8_t* buf, uint32_t hdr_size) {
   }
 }
 
-// The packet's segments one after another at `dst` (known to hold pkt_len bytes).
+// The packet's segments one after another at `dst` (known to hold pkt_len bytes). memmove: a
+// segment may be guest memory (a lent packet's payload), which a hostile guest may also post as
+// the receive buffer.
 void copy_segments(uint8_t* dst, const rte_mbuf* m) {
   for (const rte_mbuf* seg = m; seg != nullptr; seg = seg->next) {
-    std::memcpy(dst, rte_pktmbuf_mtod(seg, const uint8_t*), seg->data_len);
+    std::memmove(dst, rte_pktmbuf_mtod(seg, const uint8_t*), seg->data_len);
     dst += seg->data_len;
   }
 }
@@ -91,7 +93,8 @@ class DeferredCopies {
   void flush() {
     for (uint32_t i = 0; i < count_; ++i) {
       const Copy& c = copies_[i];
-      if (c.m->nb_segs == 1) [[likely]]
+      // An mbuf of our own pool's memory cannot overlap a guest buffer.
+      if (c.m->nb_segs == 1 && RTE_MBUF_DIRECT(c.m)) [[likely]]
         std::memcpy(c.buf + hdr_size_, rte_pktmbuf_mtod(c.m, const uint8_t*), c.len);
       else
         copy_segments(c.buf + hdr_size_, c.m);

@@ -17,6 +17,7 @@
 #include <rte_mbuf.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -74,13 +75,21 @@ rte_mbuf* frame(rte_mempool* pool, uint32_t dst, uint32_t src) {
 
 int main(int argc, char** argv) {
   uint32_t flows = 1, bursts = 20000, hosts = 64;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const unsigned long v = std::strtoul(argv[i + 1], nullptr, 10);
-    if (std::strcmp(argv[i], "--flows") == 0) flows = static_cast<uint32_t>(v);
-    if (std::strcmp(argv[i], "--bursts") == 0) bursts = static_cast<uint32_t>(v);
-    if (std::strcmp(argv[i], "--hosts") == 0) hosts = static_cast<uint32_t>(v);
+  bool usable = argc % 2 == 1;
+  for (int i = 1; i + 1 < argc && usable; i += 2) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(argv[i + 1], &end, 10);
+    usable = *argv[i + 1] != '\0' && *end == '\0' && v <= UINT32_MAX;
+    if (std::strcmp(argv[i], "--flows") == 0)
+      flows = static_cast<uint32_t>(v);
+    else if (std::strcmp(argv[i], "--bursts") == 0)
+      bursts = static_cast<uint32_t>(v);
+    else if (std::strcmp(argv[i], "--hosts") == 0)
+      hosts = static_cast<uint32_t>(v);
+    else
+      usable = false;
   }
-  if (flows == 0 || flows > hosts || hosts > 4096) {
+  if (!usable || flows == 0 || flows > hosts || hosts > 4096) {
     std::fprintf(stderr,
                  "usage: vqs-bridge-cost [--flows 1..hosts] [--bursts N] [--hosts <=4096]\n");
     return 2;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Instructions a frame in the L2 bridge (vqs-bridge-cost under callgrind, counted in its measured
-# bursts only: L2Bridge::forward and the flush into the ports), for bursts of one flow and of --flows interleaved flows. The counts
-# repeat exactly run after run: a change to the bridge is judged by them before rates.
+# bursts only: L2Bridge::forward and the flush into the ports), for bursts of one flow and of
+# --flows interleaved flows. The counts repeat exactly run after run: a change to the bridge is
+# judged by them before rates.
 #
 #   scripts/bench/bridge_cost.sh [--binary PATH] [--flows "1 32"] [--bursts 2000]
 #

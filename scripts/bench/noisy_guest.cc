@@ -234,16 +234,13 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   Worker w{pool, size, rte_get_tsc_hz() * probe_us / 1000000, flood};
-  rte_eal_remote_launch(worker_loop, &w, worker);
   Reporter reporter;
   vqs::bench::GuestCommands commands;
   commands.ports = 3;
   commands.start = [](const PortList& ports) { g_active.publish(ports); };
   commands.stop = [] { g_active.publish({}); };
   commands.show = [&reporter] { reporter.report(); };
-  vqs::bench::run_guest_commands(commands, g_stop);
-  g_stop.store(true);
-  rte_eal_wait_lcore(worker);
+  vqs::bench::serve_commands(worker_loop, &w, worker, commands, g_stop);
   vqs::bench::close_all_ports();
   return 0;
 }

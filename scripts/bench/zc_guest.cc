@@ -178,7 +178,6 @@ int main(int argc, char** argv) {
   if (!vqs::bench::start_all_ports(w.pool, "vqs-zc-guest")) return 1;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  rte_eal_remote_launch(worker_loop, &w, worker);
   vqs::bench::CounterRates<4> rates;
   vqs::bench::GuestCommands commands;
   commands.ports = 2;
@@ -190,9 +189,7 @@ int main(int argc, char** argv) {
     std::printf("  Flows: a-sent %lu b-sent %lu b-received %lu refused %lu\n", r[0], r[1], r[2],
                 r[3]);
   };
-  vqs::bench::run_guest_commands(commands, g_stop);
-  g_stop.store(true);
-  rte_eal_wait_lcore(worker);
+  vqs::bench::serve_commands(worker_loop, &w, worker, commands, g_stop);
   vqs::bench::close_all_ports();
   return 0;
 }

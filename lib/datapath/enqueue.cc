@@ -80,6 +80,7 @@ const uint8_t* destination(const rte_mbuf* m, uint32_t len, uint8_t (&copy)[RTE_
 template <typename Burst>
 class DeferredCopies {
  public:
+  // The switch's default burst, so one of its bursts is one group; not swept (16 or 64 untried).
   static constexpr uint32_t kCapacity = 32;
   DeferredCopies(VirtQueue& vq, Burst& burst, DirtyLog* log, uint32_t hdr_size)
       : vq_(vq), burst_(burst), log_(log), hdr_size_(hdr_size) {}

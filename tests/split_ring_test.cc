@@ -339,6 +339,48 @@ TEST_CASE("buffer_release: its own mode, the same gate; auto probes even with de
   CHECK_FALSE(ring.releases_buffer_lines(true, true));
 }
 
+// The lines prefetch_used() fetches for writing: every line the burst's entries are written to,
+// across the ring's end, and none outside the used ring's entries.
+TEST_CASE("the used-ring lines of a burst's entries, wrapping at the ring's end") {
+  for (uint16_t size = 2; size <= 256; size = static_cast<uint16_t>(size * 2)) {
+    // Cache-line aligned, as a guest's used ring (the entries start 4 bytes into it).
+    const size_t used_bytes = sizeof(VringUsed) + sizeof(VringUsedElem) * size + 2;
+    std::vector<uint64_t> used_buf((used_bytes + 63) / 8 + 8, 0);
+    auto* used = reinterpret_cast<VringUsed*>((reinterpret_cast<uintptr_t>(used_buf.data()) + 63) &
+                                              ~uintptr_t{63});
+    std::vector<VringDesc> desc(size);
+    std::vector<uint16_t> avail_buf(3 + size, 0);
+    SplitRingAddrs addrs{desc.data(), reinterpret_cast<VringAvail*>(avail_buf.data()), used, size};
+    const auto entries_begin = reinterpret_cast<uintptr_t>(&used->ring[0]);
+    const auto entries_end = reinterpret_cast<uintptr_t>(&used->ring[size]);
+    for (const uint16_t start : {0, 1, 7, 8, 250, 255, 65535}) {
+      for (const uint16_t count : {1, 7, 8, 9, 32, 64, 300}) {
+        INFO("ring " << size << " used index at " << start << ", " << count << " entries");
+        SplitRing ring;
+        REQUIRE(ring.attach(addrs, 0, start, false));
+        std::vector<uintptr_t> lines;
+        ring.for_each_used_line(
+            count, [&](const void* line) { lines.push_back(reinterpret_cast<uintptr_t>(line)); });
+        for (const uintptr_t line : lines) {
+          CHECK(line % 64 == 0);
+          CHECK(line + 64 > entries_begin);  // overlaps the entries
+          CHECK(line < entries_end);
+        }
+        const uint16_t written = count < size ? count : size;
+        for (uint16_t k = 0; k < written; ++k) {
+          const auto* e = &used->ring[static_cast<uint16_t>(start + k) & (size - 1)];
+          const auto first = reinterpret_cast<uintptr_t>(e) & ~uintptr_t{63};
+          const auto last = (reinterpret_cast<uintptr_t>(e + 1) - 1) & ~uintptr_t{63};
+          CHECK(std::count(lines.begin(), lines.end(), first) >= 1);
+          CHECK(std::count(lines.begin(), lines.end(), last) >= 1);
+        }
+        // No more than the lines of two runs of entries (before and after the ring's end).
+        CHECK(lines.size() <= (written * sizeof(VringUsedElem)) / 64 + 4);
+      }
+    }
+  }
+}
+
 TEST_CASE("a copied packet's head lines: its first 64 bytes, each line once") {
   alignas(64) uint8_t buffer[256];
   if (!line_release_supported()) return;  // CLFLUSHOPT would fault

@@ -63,13 +63,16 @@ class SplitBurst {
   // first descriptor is read once and its buffer translated once, for single_buffer() to take.
   // Guest TX: the packet's first `packet_bytes`, not the header's line before it
   // (tx_hints_from). Guest RX: the header and the packet's first `packet_bytes`, for writing.
+  // Both: the used-ring lines of their `count` used entries, for writing.
   void prefetch_tx(uint16_t count, uint32_t packet_bytes) {
+    ring_.prefetch_used(count);
     const uint32_t hdr_size = vq_.features().net_hdr_size;
     read_first_buffers(count, [&](const FirstBuffer& f) {
       hint_tx_buffer(reader_.memory(), f.desc.addr, f.desc.len, f.host, hdr_size, packet_bytes);
     });
   }
   void prefetch_rx(uint16_t count, uint32_t packet_bytes) {
+    ring_.prefetch_used(count);
     const uint32_t hdr_size = vq_.features().net_hdr_size;
     read_first_buffers(count, [&](const FirstBuffer& f) {
       hint_rx_buffer(reader_.memory(), f.desc.addr, f.desc.len, f.host, hdr_size + packet_bytes,

@@ -61,18 +61,14 @@ uint16_t SplitRing::release_descs(const uint16_t* heads, uint16_t count) const {
 
 void SplitRing::flush_shadow() {
   if (shadow_count_ == 0) return;
-  // The shadow holds the entries just before last_used_; copy them in at most two pieces.
-  const uint16_t first = static_cast<uint16_t>(last_used_ - shadow_count_) & mask_;
-  const uint16_t until_end = static_cast<uint16_t>(addrs_.size - first);
-  const uint16_t head = shadow_count_ < until_end ? shadow_count_ : until_end;
-  std::memcpy(&addrs_.used->ring[first], shadow_, head * sizeof(VringUsedElem));
-  std::memcpy(&addrs_.used->ring[0], shadow_ + head,
-              (shadow_count_ - head) * sizeof(VringUsedElem));
+  // The shadow holds the entries just before last_used_ (never more than the ring's size).
+  const UsedSpan span = used_span(static_cast<uint16_t>(last_used_ - shadow_count_), shadow_count_);
+  std::memcpy(&addrs_.used->ring[span.first], shadow_, span.head * sizeof(VringUsedElem));
+  std::memcpy(&addrs_.used->ring[0], shadow_ + span.head, span.rest * sizeof(VringUsedElem));
   if (log_ != nullptr) {
-    log_->used_written(sizeof(VringUsed) + first * sizeof(VringUsedElem),
-                       head * sizeof(VringUsedElem));
-    if (shadow_count_ > head)
-      log_->used_written(sizeof(VringUsed), (shadow_count_ - head) * sizeof(VringUsedElem));
+    log_->used_written(sizeof(VringUsed) + span.first * sizeof(VringUsedElem),
+                       span.head * sizeof(VringUsedElem));
+    if (span.rest > 0) log_->used_written(sizeof(VringUsed), span.rest * sizeof(VringUsedElem));
   }
   shadow_count_ = 0;
 }

@@ -122,12 +122,9 @@ class SplitRing {
   // start (a ring of a line or less may see its one line twice).
   template <typename Visit>
   void for_each_used_line(uint16_t count, Visit visit) const {
-    if (count > addrs_.size) count = addrs_.size;
-    const uint16_t first = last_used_ & mask_;
-    const uint16_t until_end = static_cast<uint16_t>(addrs_.size - first);
-    const uint16_t head = count < until_end ? count : until_end;
-    visit_lines(&addrs_.used->ring[first], head, visit);
-    visit_lines(&addrs_.used->ring[0], static_cast<uint16_t>(count - head), visit);
+    const UsedSpan span = used_span(last_used_, count < addrs_.size ? count : addrs_.size);
+    visit_lines(&addrs_.used->ring[span.first], span.head, visit);
+    visit_lines(&addrs_.used->ring[0], span.rest, visit);
   }
   // A burst's used entries are copied in at its end (flush_shadow), into lines the guest reads:
   // fetched for writing when the burst begins, their stores need not each wait for its line
@@ -170,6 +167,20 @@ class SplitRing {
   }
 
   static constexpr uint16_t kShadowSize = 64;
+
+  // Where `count` (at most the ring's size) used entries from index `idx` on lie in the ring:
+  // `head` of them from slot `first` up to the ring's end, the `rest` from slot 0.
+  struct UsedSpan {
+    uint16_t first;
+    uint16_t head;
+    uint16_t rest;
+  };
+  UsedSpan used_span(uint16_t idx, uint16_t count) const {
+    const uint16_t first = idx & mask_;
+    const uint16_t until_end = static_cast<uint16_t>(addrs_.size - first);
+    const uint16_t head = count < until_end ? count : until_end;
+    return UsedSpan{first, head, static_cast<uint16_t>(count - head)};
+  }
 
   template <typename Visit>
   static void visit_lines(const VringUsedElem* from, uint16_t count, Visit& visit) {

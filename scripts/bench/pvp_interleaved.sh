@@ -11,8 +11,10 @@
 # switch forwarding between the pairs without a restart, so the two backends are measured in
 # many short periods, alternately, under the same conditions (--cpu-state: and per mode). Each period: switch, 1 s of warm-up, then the guest's rate over
 # --seconds (guest Tx-pps for guest-tx, Rx-pps for guest-rx) and, for guest-tx, the host's busy
-# TSC cycles per packet over the period (--record-core-cycles, printed at each stop). The ratio
-# is the median of the ratios of adjacent periods (the order alternates, ABBA...).
+# TSC cycles per packet over the period (--record-core-cycles, printed at each stop); for
+# guest-rx, the host's cycles a frame delivered to the guest and the share of net_null's frames
+# dropped at the guest's full ring (above zero: the guest bounds the rate; see stop_cycles). The
+# ratio is the median of the ratios of adjacent periods (the order alternates, ABBA...).
 # guest-tx-fill: guest-tx with build/scripts/bench/vqs-guest-tx -i as the guest, which writes
 # every byte of each frame (see pvp.sh) and answers the testpmd commands used here.
 # pvp: the guest forwards in macswap mode what the host's net_null sends it, back to net_null
@@ -213,7 +215,7 @@ period() {
   send host stop
   send guest stop
   sleep 0.3
-  cycles=$(since host "$at" | grep -a -oE "CPU cycles/packet=[0-9.]+" | tail -1 | cut -d= -f2 || true)
+  read -r cycles dropped < <(since host "$at" | stop_cycles "$mode")
   send host "set portlist ${hport[$which]},${hnull[$which]}"
   send guest "set portlist ${gport[$which]}"
   send host start
@@ -233,7 +235,29 @@ period() {
   [ -z "$marks" ] || echo "$started $(date +%s.%N) $which $mode $size $class" >>"$marks"
   sleep 0.3
   rate=$(since guest "$at" | grep -a -oE "$key: +[0-9]+" | awk '{printf "%.3f", $2 / 1e6}' | tail -1 || true)
-  echo "${rate:-0} ${cycles:-0} $state"
+  echo "${rate:-0} ${cycles:-0} $state ${dropped:--}"
+}
+
+# stop_cycles MODE, given what the host printed at a stop: "cycles dropped" of the period before.
+# testpmd divides its cycles by the frames it received, and in guest-rx (as in pvp) those are
+# net_null's, offered whether or not the guest's ring has room: a backend that drops more spins
+# faster and looks cheaper. guest-rx: the cycles a frame delivered to the guest, and the share of
+# the offered frames dropped at the guest's full ring (the guest bounds the rate when it is above
+# zero); else testpmd's cycles a packet, and "-".
+stop_cycles() {
+  awk -v mode="$1" '
+    /CPU cycles\/packet=/ {
+      match($0, /CPU cycles\/packet=[0-9.]+/); per = substr($0, RSTART + 18, RLENGTH - 18)
+      match($0, /total cycles=[0-9]+/); total = substr($0, RSTART + 13, RLENGTH - 13)
+    }
+    /Accumulated forward statistics/ {acc = 1}
+    acc && /TX-packets:/ {sent = $2; dropped = $4; offered = $6; acc = 0}
+    END {
+      if (per == "") { print "0 -"; exit }
+      if (mode != "guest-rx") { print per, "-"; exit }
+      if (sent + 0 == 0 || offered + 0 == 0) { print "0 -"; exit }
+      printf "%.2f %.1f\n", total / sent, 100 * dropped / offered
+    }'
 }
 
 load_before=$(load)
@@ -254,10 +278,10 @@ for mode in $modes; do
     for p in $(seq "$periods"); do
       if [ $((p % 2)) -eq 1 ]; then sequence+=" a b"; else sequence+=" b a"; fi
     done
-    declare -A last=() ns=() class_rates=() class_cycles=() class_ratios=()
+    declare -A last=() ns=() class_rates=() class_cycles=() class_ratios=() class_dropped=()
     pair_class="" prev_class=""
     for which in $sequence; do
-      read -r rate cycles state < <(period "$which" "$mode")
+      read -r rate cycles state dropped < <(period "$which" "$mode")
       class=${state%/*}
       [ "$state" = "$class" ] || ns[$which]=${state#*/}
       # A pair's class: its periods' if they agree, else mixed.
@@ -266,6 +290,7 @@ for mode in $modes; do
       if [ -n "$prev" ] && [ "$cycles" != 0 ]; then
         if [ "$prev" = a ]; then cyc_a+=" $cycles"; else cyc_b+=" $cycles"; fi
         class_cycles[$prev.$prev_class]+=" $cycles"
+        [ "$dropped" = - ] || class_dropped[$prev.$prev_class]+=" $dropped"
       fi
       if [ "$which" = a ]; then rates_a+=" $rate"; else rates_b+=" $rate"; fi
       class_rates[$which.$class]+=" $rate"
@@ -286,10 +311,11 @@ for mode in $modes; do
     at=$(size_of host)
     send host stop
     sleep 0.3
-    cycles=$(since host "$at" | grep -a -oE "CPU cycles/packet=[0-9.]+" | tail -1 | cut -d= -f2 || true)
-    if [ -n "${cycles:-}" ]; then
+    read -r cycles dropped < <(since host "$at" | stop_cycles "$mode")
+    if [ "$cycles" != 0 ]; then
       if [ "$prev" = a ]; then cyc_a+=" $cycles"; else cyc_b+=" $cycles"; fi
       class_cycles[$prev.$prev_class]+=" $cycles"
+      [ "$dropped" = - ] || class_dropped[$prev.$prev_class]+=" $dropped"
     fi
     stop_pair
     # pvp: the host's io forwarding counts every net_null frame it receives, most of which the
@@ -297,8 +323,10 @@ for mode in $modes; do
     [ "$mode" = pvp ] && { cyc_a="" cyc_b=""; class_cycles=(); }
     mapfile -t lines < <(scenario_lines "$mode" "$size" "$baseline" "$rates_b" "$candidate" \
       "$rates_a" "$ratios" pairs "$cyc_b" "$cyc_a" "$(tsc_mhz "$run/host.log")")
+    cycles_label="host cycles"
+    [ "$mode" = guest-rx ] && cycles_label="host cycles a delivered frame"
     [ -z "$cpu_state" ] || mapfile -t -O "${#lines[@]}" lines < <(class_lines "$baseline" "$candidate" \
-      class_rates class_cycles class_ratios)
+      class_rates class_cycles class_ratios "$cycles_label" class_dropped)
     printf '%s\n' "${lines[@]}"
     results+=("${lines[@]}")
   done

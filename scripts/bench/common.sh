@@ -109,19 +109,21 @@ crossing_state() {
 # results per placement class, from associative arrays named by RATES, CYCLES, RATIOS (and
 # DROPPED): RATES, CYCLES and DROPPED keyed "a.CLASS" (candidate) and "b.CLASS" (baseline),
 # RATIOS keyed by the pair's class; values are space-separated numbers. CYCLES_LABEL names the
-# cycles (default "host cycles"); DROPPED, the percentages of offered frames dropped, gets a line
-# of its own.
+# cycles (default "host cycles"; empty: none printed); DROPPED, the percentages of offered frames
+# dropped, gets a line of its own.
 class_lines() {
   local -n rates_of=$3 cycles_of=$4 ratios_of=$5
-  local cycles_label=${6:-host cycles} c
+  local cycles_label=${6-host cycles} c
   if [ -n "${7:-}" ]; then local -n dropped_of=$7; fi
   # "median (count)", or "-" for none
   of() { if [ -n "${1// /}" ]; then echo "$(echo "$1" | median) ($(echo "$1" | wc -w))"; else echo -; fi; }
   for c in near far mixed; do
     [ -n "${rates_of[a.$c]:-}${rates_of[b.$c]:-}" ] || continue
-    printf '%17s %-5s Mpps %s %s, %s %s; %s %s, %s; pairs: ratio %s\n' "" "$c" \
-      "$1" "$(of "${rates_of[b.$c]:-}")" "$2" "$(of "${rates_of[a.$c]:-}")" "$cycles_label" \
-      "$(of "${cycles_of[b.$c]:-}")" "$(of "${cycles_of[a.$c]:-}")" \
+    local cycles=""
+    [ -z "$cycles_label" ] ||
+      cycles="; $cycles_label $(of "${cycles_of[b.$c]:-}"), $(of "${cycles_of[a.$c]:-}")"
+    printf '%17s %-5s Mpps %s %s, %s %s%s; pairs: ratio %s\n' "" "$c" \
+      "$1" "$(of "${rates_of[b.$c]:-}")" "$2" "$(of "${rates_of[a.$c]:-}")" "$cycles" \
       "$(of "${ratios_of[$c]:-}")"
     [ -z "${7:-}" ] || [ -z "${dropped_of[a.$c]:-}${dropped_of[b.$c]:-}" ] ||
       printf '%17s %-5s dropped at the guest'"'"'s full ring, %% of the frames offered: %s %s, %s %s\n' \

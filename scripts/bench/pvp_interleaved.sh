@@ -12,9 +12,8 @@
 # many short periods, alternately, under the same conditions (--cpu-state: and per mode). Each period: switch, 1 s of warm-up, then the guest's rate over
 # --seconds (guest Tx-pps for guest-tx, Rx-pps for guest-rx) and, for guest-tx, the host's busy
 # TSC cycles per packet over the period (--record-core-cycles, printed at each stop); for
-# guest-rx, the host's cycles a frame delivered to the guest and the share of net_null's frames
-# dropped at the guest's full ring (above zero: the guest bounds the rate; see stop_cycles). The
-# ratio is the median of the ratios of adjacent periods (the order alternates, ABBA...).
+# guest-rx, instead, the share of net_null's frames dropped at the guest's full ring (near zero:
+# the host bounds the rate; see stop_cycles). The ratio is the median of the ratios of adjacent periods (the order alternates, ABBA...).
 # guest-tx-fill: guest-tx with build/scripts/bench/vqs-guest-tx -i as the guest, which writes
 # every byte of each frame (see pvp.sh) and answers the testpmd commands used here.
 # pvp: the guest forwards in macswap mode what the host's net_null sends it, back to net_null
@@ -239,24 +238,24 @@ period() {
 }
 
 # stop_cycles MODE, given what the host printed at a stop: "cycles dropped" of the period before.
-# testpmd divides its cycles by the frames it received, and in guest-rx (as in pvp) those are
-# net_null's, offered whether or not the guest's ring has room: a backend that drops more spins
-# faster and looks cheaper. guest-rx: the cycles a frame delivered to the guest, and the share of
-# the offered frames dropped at the guest's full ring (the guest bounds the rate when it is above
-# zero); else testpmd's cycles a packet, and "-".
+# testpmd divides its cycles by the frames it received. In guest-rx (as in pvp) those are
+# net_null's, offered whether or not the guest's ring has room, and the host is always busy: a
+# backend that drops more spins faster and looks cheaper, and its cycles a frame delivered are
+# only the rate inverted. So guest-rx gives no cycles (0), but the share of the offered frames
+# dropped at the guest's full ring: near zero, the host bounds the rate; high, the guest does.
+# Else testpmd's cycles a packet, and "-".
 stop_cycles() {
   awk -v mode="$1" '
     /CPU cycles\/packet=/ {
       match($0, /CPU cycles\/packet=[0-9.]+/); per = substr($0, RSTART + 18, RLENGTH - 18)
-      match($0, /total cycles=[0-9]+/); total = substr($0, RSTART + 13, RLENGTH - 13)
     }
     /Accumulated forward statistics/ {acc = 1}
-    acc && /TX-packets:/ {sent = $2; dropped = $4; offered = $6; acc = 0}
+    acc && /TX-packets:/ {dropped = $4; offered = $6; acc = 0}
     END {
       if (per == "") { print "0 -"; exit }
       if (mode != "guest-rx") { print per, "-"; exit }
-      if (sent + 0 == 0 || offered + 0 == 0) { print "0 -"; exit }
-      printf "%.2f %.1f\n", total / sent, 100 * dropped / offered
+      if (offered + 0 == 0) { print "0 -"; exit }
+      printf "0 %.1f\n", 100 * dropped / offered
     }'
 }
 
@@ -290,8 +289,8 @@ for mode in $modes; do
       if [ -n "$prev" ] && [ "$cycles" != 0 ]; then
         if [ "$prev" = a ]; then cyc_a+=" $cycles"; else cyc_b+=" $cycles"; fi
         class_cycles[$prev.$prev_class]+=" $cycles"
-        [ "$dropped" = - ] || class_dropped[$prev.$prev_class]+=" $dropped"
       fi
+      [ -z "$prev" ] || [ "$dropped" = - ] || class_dropped[$prev.$prev_class]+=" $dropped"
       if [ "$which" = a ]; then rates_a+=" $rate"; else rates_b+=" $rate"; fi
       class_rates[$which.$class]+=" $rate"
       prev_class=$class
@@ -315,8 +314,8 @@ for mode in $modes; do
     if [ "$cycles" != 0 ]; then
       if [ "$prev" = a ]; then cyc_a+=" $cycles"; else cyc_b+=" $cycles"; fi
       class_cycles[$prev.$prev_class]+=" $cycles"
-      [ "$dropped" = - ] || class_dropped[$prev.$prev_class]+=" $dropped"
     fi
+    [ "$dropped" = - ] || class_dropped[$prev.$prev_class]+=" $dropped"
     stop_pair
     # pvp: the host's io forwarding counts every net_null frame it receives, most of which the
     # guest's full ring then drops, so its cycles per packet say nothing of the guest's packets.
@@ -324,7 +323,7 @@ for mode in $modes; do
     mapfile -t lines < <(scenario_lines "$mode" "$size" "$baseline" "$rates_b" "$candidate" \
       "$rates_a" "$ratios" pairs "$cyc_b" "$cyc_a" "$(tsc_mhz "$run/host.log")")
     cycles_label="host cycles"
-    [ "$mode" = guest-rx ] && cycles_label="host cycles a delivered frame"
+    [ "$mode" = guest-rx ] && cycles_label=""
     [ -z "$cpu_state" ] || mapfile -t -O "${#lines[@]}" lines < <(class_lines "$baseline" "$candidate" \
       class_rates class_cycles class_ratios "$cycles_label" class_dropped)
     printf '%s\n' "${lines[@]}"

@@ -12,7 +12,10 @@
 # each variant's ratio to OVS is taken from periods close in time (the median of the rounds'
 # ratios is reported). Each period: 1 s of warm-up, then the guest's rate over --seconds and the
 # switch's busy TSC cycles per packet it received (vqswitch: telemetry /vqswitch/lcores,1;
-# OVS: dpif-netdev/pmd-stats-show, after pmd-stats-clear).
+# OVS: dpif-netdev/pmd-stats-show, after pmd-stats-clear). In guest-rx those packets are the
+# NIC's, offered whether the guest's ring has room or not, and both switches are always busy:
+# the period also gives the share of them dropped at the guest's full ring (guest_delivery; near
+# zero: the switch bounds the rate, high: the guest does; vqswitch's only, see there).
 #
 # Scenarios (each switch: xconnect / OpenFlow in_port->output for one guest port and a net_null
 # "NIC"; the L2 bridge / the NORMAL action for vm2vm):
@@ -385,6 +388,30 @@ guest() {
 }
 log_size() { stat -c %s "$1"; }
 
+# guest_delivery INDEX: "delivered dropped" toward the guest port vm0 of switch INDEX so far (frames
+# it wrote into the guest's ring, and frames it dropped because the ring was full); "0 0" when
+# unknown. OVS-DPDK: the datapath's port counters (dpctl/show -s), which Debian's OVS 3.1 does not
+# give for a dpdkvhostuser port here ("could not retrieve stats (Protocol error)", as ovs-ofctl
+# dump-ports and the Interface's statistics): its share prints as "-", vqswitch's alone is known.
+guest_delivery() {
+  if [ "$1" -eq 0 ]; then
+    appctl dpctl/show -s | awk '/port [0-9]+: vm0/ {p = 1; next} /port [0-9]+:/ {p = 0}
+      p && /TX packets:/ {split($2, a, ":"); t = a[2]; split($4, b, ":"); d = b[2]}
+      END {printf "%.0f %.0f\n", t, d}'
+  else
+    echo "/vqswitch/ports,vm0" | dpdk-telemetry.py -f "$tag-vqs$1" 2>/dev/null |
+      python3 -c 'import json, sys
+for line in sys.stdin:
+    line = line.strip()
+    if line.startswith("{"):
+        d = json.loads(line).get("/vqswitch/ports", {}) or {}
+        if "tx_packets" in d:
+            print(d["tx_packets"], d["tx_guest_full"]); break
+else:
+    print(0, 0)'
+  fi
+}
+
 # guest_placement INDEX: where vqswitch INDEX's desc_release probe puts its first guest and whether
 # the guest sends frames of its own ("far/128/1": class, line ns, buffer_release's sender gate;
 # "unmeasured/0/0" when it does not probe); "-" for OVS-DPDK.
@@ -439,6 +466,8 @@ period() {
   # $(...) waits for the reader (for vqswitch a Python process) to finish, and the pause lets
   # it go before the period starts: a process exiting on either CPU stalls a poller.
   read -r c0 p0 <<<"$(switch_counters "$i")"
+  local d0=0 x0=0 d1=0 x1=0
+  [ "$scenario" = guest-rx ] && read -r d0 x0 <<<"$(guest_delivery "$i")"
   sleep 0.2
   guest "show port stats all"  # starts the rate's interval
   local ticks0 ticks1 t0 t1
@@ -458,6 +487,7 @@ period() {
   t1=$(date +%s%N)
   sleep 0.3
   read -r c1 p1 <<<"$(switch_counters "$i")"
+  [ "$scenario" = guest-rx ] && read -r d1 x1 <<<"$(guest_delivery "$i")"
   local placed
   placed=$(guest_placement "$i")
   guest stop
@@ -469,6 +499,9 @@ period() {
     awk '{print $3 "/" $5 "/" $7 "/" $11 "/" $13}' || true)
   [ -n "$probe" ] && probe+=$(awk -v a="$ticks0" -v b="$ticks1" -v t0="$t0" -v t1="$t1" \
     -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "/%.0f", 100 * (b - a) / hz / ((t1 - t0) / 1e9)}')
+  # guest-rx: the share (%) of the frames offered to the guest that its full ring dropped.
+  [ "$scenario" = guest-rx ] && probe=$(awk -v d="$((d1 - d0))" -v x="$((x1 - x0))" \
+    'BEGIN {if (d + x > 0) printf "%.1f", 100 * x / (d + x); else print "-"}')
   # intr-rx: "sent/received/wakeups/refused", per second.
   [ "$scenario" = intr-rx ] && probe=$(tail -c +$((at + 1)) "$run/guest.log" |
     awk '/Tx-pps:/ {t = $2} /Rx-pps:/ {r = $2} /Intr:/ {w = $3; f = $5} END {print t "/" r "/" w "/" f}')
@@ -478,6 +511,13 @@ period() {
       END {gsub(/^ +/, "", p); gsub(/^ +/, "", b); gsub(/ +/, ":", p); gsub(/ +/, ":", b); print p "/" b}')
   awk -v r="$rate" -v c0="$c0" -v c1="$c1" -v p0="$p0" -v p1="$p1" -v k="$state" -v q="${probe:--}" \
     -v g="${placed:--}" 'BEGIN {printf "%s %.0f %s %s %s\n", r, (p1 > p0) ? (c1 - c0) / (p1 - p0) : 0, k, q, g}'
+}
+
+# known_median "N - N ...": the median of the numbers, "-" when there are none.
+known_median() {
+  local known
+  known=$(echo "$1" | tr ' ' '\n' | grep -v -e '^-$' -e '^$' || true)
+  if [ -n "$known" ]; then echo "$known" | median; else echo -; fi
 }
 
 # probe_summary "p50/p99/p999/lost/sent ...": the medians of the periods' percentiles (us) and the
@@ -599,10 +639,11 @@ for scenario in $scenarios; do
     renice_switches 0
     for p in "${sw_pids[@]}"; do kill -STOP "$p"; done
     declare -A rates=() cycles=() probes=() class_rates=() class_cycles=() class_ratios=() round_class=()
+    declare -A class_dropped=()
     for r in $(seq "$rounds"); do
       order=$(seq 0 ${#labels[@]})
       [ $((r % 2)) -eq 0 ] && order=$(echo "$order" | tac)
-      declare -A this=() this_class=() this_cycles=()
+      declare -A this=() this_class=() this_cycles=() this_dropped=()
       for i in $order; do
         ports=$(seq -s, $((i * per_switch)) $((i * per_switch + per_switch - 1)))
         read -r rate cyc state probe placed < <(period "$i" "$scenario" "$ports")
@@ -613,12 +654,17 @@ for scenario in $scenarios; do
           where+=", guest $(echo "$placed" | awk -F/ '{print $1, $2 " ns" ($3 == 1 ? ", sends own" : "")}')"
         fi
         probes[$i]+=" $probe"
+        shown=${probe#-}
+        if [ "$scenario" = guest-rx ]; then
+          shown=""
+          [ "$probe" = - ] || { this_dropped[$i]=$probe; shown=", dropped at the guest's full ring $probe %"; }
+        fi
         rates[$i]+=" $rate"
         cycles[$i]+=" $cyc"
         this[$i]=$rate
         this_class[$i]=$class
         this_cycles[$i]=$cyc
-        echo "  $label ${size}B round $r: ${names[$i]} $rate Mpps, $cyc cycles/packet ($where, load $(load))${probe#-}" >&2
+        echo "  $label ${size}B round $r: ${names[$i]} $rate Mpps, $cyc cycles/packet ($where, load $(load))$shown" >&2
       done
       for i in $(seq ${#labels[@]}); do
         ratio=$(awk -v a="${this[$i]}" -v b="${this[0]}" 'BEGIN {printf "%.3f", (b > 0) ? a / b : 0}')
@@ -629,6 +675,8 @@ for scenario in $scenarios; do
         class_rates[$i.a.${this_class[$i]}]+=" ${this[$i]}"
         class_cycles[$i.b.${this_class[0]}]+=" ${this_cycles[0]}"
         class_cycles[$i.a.${this_class[$i]}]+=" ${this_cycles[$i]}"
+        [ -z "${this_dropped[0]:-}" ] || class_dropped[$i.b.${this_class[0]}]+=" ${this_dropped[0]}"
+        [ -z "${this_dropped[$i]:-}" ] || class_dropped[$i.a.${this_class[$i]}]+=" ${this_dropped[$i]}"
         class_ratios[$i.$pair]+=" $ratio"
       done
     done
@@ -645,17 +693,24 @@ for scenario in $scenarios; do
       mapfile -t lines < <(scenario_lines "$label" "$size" ovs-dpdk "${rates[0]}" "${labels[$((i - 1))]}" \
         "${rates[$i]}" "${rates[ratio.$i]}" rounds "${cycles[0]}" "${cycles[$i]}" |
         sed 's/host busy TSC/switch busy TSC/')
+      if [ "$scenario" = guest-rx ]; then
+        lines+=("$(printf "%17s dropped at the guest's full ring, %% of the frames offered (medians): %s %s, %s %s" \
+          "" ovs-dpdk "$(known_median "${probes[0]}")" "${labels[$((i - 1))]}" \
+          "$(known_median "${probes[$i]}")")")
+      fi
       if [ -n "$cpu_state" ]; then
-        declare -A cr=() cc=() cq=()
+        declare -A cr=() cc=() cq=() cd=()
         for c in near far mixed; do
+          [ -n "${class_dropped[$i.a.$c]:-}" ] && cd[a.$c]=${class_dropped[$i.a.$c]}
+          [ -n "${class_dropped[$i.b.$c]:-}" ] && cd[b.$c]=${class_dropped[$i.b.$c]}
           [ -n "${class_rates[$i.a.$c]:-}" ] && cr[a.$c]=${class_rates[$i.a.$c]}
           [ -n "${class_rates[$i.b.$c]:-}" ] && cr[b.$c]=${class_rates[$i.b.$c]}
           [ -n "${class_cycles[$i.a.$c]:-}" ] && cc[a.$c]=${class_cycles[$i.a.$c]}
           [ -n "${class_cycles[$i.b.$c]:-}" ] && cc[b.$c]=${class_cycles[$i.b.$c]}
           [ -n "${class_ratios[$i.$c]:-}" ] && cq[$c]=${class_ratios[$i.$c]}
         done
-        mapfile -t -O "${#lines[@]}" lines < <(class_lines ovs-dpdk "${labels[$((i - 1))]}" cr cc cq |
-          sed 's/host cycles/switch cycles\/packet/')
+        mapfile -t -O "${#lines[@]}" lines < <(class_lines ovs-dpdk "${labels[$((i - 1))]}" cr cc cq \
+          "host cycles" cd | sed 's/host cycles/switch cycles\/packet/')
       fi
       if [ "$scenario" = noisy ] || [ "$scenario" = probe ]; then
         for k in 0 "$i"; do

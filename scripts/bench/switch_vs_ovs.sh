@@ -388,6 +388,23 @@ guest() {
 }
 log_size() { stat -c %s "$1"; }
 
+# vqs_telemetry INDEX COMMAND SEP FALLBACK KEY...: the KEYs of vqswitch INDEX's answer to the
+# telemetry COMMAND ("/vqswitch/ports,vm0"), joined by SEP; FALLBACK when it has not the first.
+vqs_telemetry() {
+  local i=$1 command=$2 sep=$3 fallback=$4
+  shift 4
+  echo "$command" | dpdk-telemetry.py -f "$tag-vqs$i" 2>/dev/null | python3 -c 'import json, sys
+name, sep, fallback, keys = sys.argv[1].split(",")[0], sys.argv[2], sys.argv[3], sys.argv[4:]
+for line in sys.stdin:
+    line = line.strip()
+    if line.startswith("{"):
+        d = json.loads(line).get(name, {}) or {}
+        if keys[0] in d:
+            print(sep.join(str(d[k]) for k in keys)); break
+else:
+    print(fallback)' "$command" "$sep" "$fallback" "$@"
+}
+
 # guest_delivery INDEX: "delivered dropped" toward the guest port vm0 of switch INDEX so far (frames
 # it wrote into the guest's ring, and frames it dropped because the ring was full); "0 0" when
 # unknown. OVS-DPDK: the datapath's port counters (dpctl/show -s), which Debian's OVS 3.1 does not
@@ -399,16 +416,7 @@ guest_delivery() {
       p && /TX packets:/ {split($2, a, ":"); t = a[2]; split($4, b, ":"); d = b[2]}
       END {printf "%.0f %.0f\n", t, d}'
   else
-    echo "/vqswitch/ports,vm0" | dpdk-telemetry.py -f "$tag-vqs$1" 2>/dev/null |
-      python3 -c 'import json, sys
-for line in sys.stdin:
-    line = line.strip()
-    if line.startswith("{"):
-        d = json.loads(line).get("/vqswitch/ports", {}) or {}
-        if "tx_packets" in d:
-            print(d["tx_packets"], d["tx_guest_full"]); break
-else:
-    print(0, 0)'
+    vqs_telemetry "$1" /vqswitch/ports,vm0 " " "0 0" tx_packets tx_guest_full
   fi
 }
 
@@ -419,16 +427,7 @@ guest_placement() {
   [ "$1" -eq 0 ] && { echo -; return; }
   local port=vm0
   [ "$scenario" = share ] && port=vm1
-  echo "/vqswitch/queues,$port:0" | dpdk-telemetry.py -f "$tag-vqs$1" 2>/dev/null |
-    python3 -c 'import json, sys
-for line in sys.stdin:
-    line = line.strip()
-    if line.startswith("{"):
-        d = json.loads(line).get("/vqswitch/queues", {}) or {}
-        if "guest_cache" in d:
-            print("%s/%s/%s" % (d["guest_cache"], d["guest_line_ns"], d["guest_sends_own"])); break
-else:
-    print("-")'
+  vqs_telemetry "$1" "/vqswitch/queues,$port:0" / - guest_cache guest_line_ns guest_sends_own
 }
 
 # switch_counters INDEX: "busy_cycles packets" of switch INDEX so far (OVS: since the last clear).
@@ -437,16 +436,7 @@ switch_counters() {
     appctl dpif-netdev/pmd-stats-show | awk '/^pmd thread/ {pmd = 1} /^main thread/ {pmd = 0}
       pmd && /processing cycles:/ {c = $3} pmd && /packets received:/ {p = $3} END {printf "%.0f %.0f\n", c, p}'
   else
-    echo "/vqswitch/lcores,1" | dpdk-telemetry.py -f "$tag-vqs$1" 2>/dev/null |
-      python3 -c 'import json, sys
-for line in sys.stdin:
-    line = line.strip()
-    if line.startswith("{"):
-        d = json.loads(line).get("/vqswitch/lcores", {})
-        if "busy_cycles" in d:
-            print(d["busy_cycles"], d["packets"]); break
-else:
-    print(0, 0)'
+    vqs_telemetry "$1" /vqswitch/lcores,1 " " "0 0" busy_cycles packets
   fi
 }
 

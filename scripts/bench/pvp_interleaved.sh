@@ -13,7 +13,8 @@
 # --seconds (guest Tx-pps for guest-tx, Rx-pps for guest-rx) and, for guest-tx, the host's busy
 # TSC cycles per packet over the period (--record-core-cycles, printed at each stop); for
 # guest-rx, instead, the share of net_null's frames dropped at the guest's full ring (near zero:
-# the host bounds the rate; see stop_cycles). The ratio is the median of the ratios of adjacent periods (the order alternates, ABBA...).
+# the host bounds the rate; see stop_cycles). The ratio is the median of the ratios of adjacent
+# periods (the order alternates, ABBA...).
 # guest-tx-fill: guest-tx with build/scripts/bench/vqs-guest-tx -i as the guest, which writes
 # every byte of each frame (see pvp.sh) and answers the testpmd commands used here.
 # pvp: the guest forwards in macswap mode what the host's net_null sends it, back to net_null

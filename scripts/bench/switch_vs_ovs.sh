@@ -418,14 +418,24 @@ guest_delivery() {
   fi
 }
 
+# placed_port: the guest port whose queue guest_placement and line_releases read.
+placed_port() { if [ "$scenario" = share ]; then echo vm1; else echo vm0; fi; }
+
 # guest_placement INDEX: where vqswitch INDEX's desc_release probe puts its first guest and whether
 # the guest sends frames of its own ("far/128/1": class, line ns, buffer_release's sender gate;
 # "unmeasured/0/0" when it does not probe); "-" for OVS-DPDK.
 guest_placement() {
   [ "$1" -eq 0 ] && { echo -; return; }
-  local port=vm0
-  [ "$scenario" = share ] && port=vm1
-  vqs_telemetry "$1" "/vqswitch/queues,$port:0" / - guest_cache guest_line_ns guest_sends_own
+  vqs_telemetry "$1" "/vqswitch/queues,$(placed_port):0" / - guest_cache guest_line_ns guest_sends_own
+}
+
+# line_releases INDEX: "packets lines" so far on that guest port of vqswitch INDEX: the packets
+# it took and delivered, and the cache lines desc_release and buffer_release gave back (CLFLUSHOPT)
+# with them; "0 0" for OVS-DPDK.
+line_releases() {
+  [ "$1" -eq 0 ] && { echo 0 0; return; }
+  vqs_telemetry "$1" "/vqswitch/ports,$(placed_port)" " " "0 0 0 0" rx_packets tx_packets \
+    desc_lines_released buffer_lines_released | awk '{print $1 + $2, $3 + $4}'
 }
 
 # switch_counters INDEX: "busy_cycles packets" of switch INDEX so far (OVS: since the last clear).
@@ -442,9 +452,10 @@ switch_counters() {
 # "Mpps cycles/packet state probe placed" (state: with --cpu-state the placement class and the
 # median line latency, "far/214", else none; probe, in noisy and probe: "p50/p99/p999/lost/sent/cpu"
 # with latencies in ns and the switch process's CPU use in % of one CPU, else -; placed: what
-# vqswitch's own probe said at the period's end, guest_placement).
+# vqswitch's own probe said at the period's end, guest_placement, and "/N", the lines given back
+# a packet over the period, line_releases).
 period() {
-  local i=$1 scenario=$2 ports=$3 key=Tx-pps at rate c0 p0 c1 p1 state=none probe
+  local i=$1 scenario=$2 ports=$3 key=Tx-pps at rate c0 p0 c1 p1 rp0 rl0 rp1 rl1 state=none probe
   case "$scenario" in guest-rx | vm2vm | probe | intr-rx) key=Rx-pps ;; esac
   kill -CONT "${sw_pids[$i]}"
   guest "set portlist $ports"
@@ -454,6 +465,7 @@ period() {
   # $(...) waits for the reader (for vqswitch a Python process) to finish, and the pause lets
   # it go before the period starts: a process exiting on either CPU stalls a poller.
   read -r c0 p0 <<<"$(switch_counters "$i")"
+  read -r rp0 rl0 <<<"$(line_releases "$i")"
   local d0=0 x0=0 d1=0 x1=0
   [ "$scenario" = guest-rx ] && read -r d0 x0 <<<"$(guest_delivery "$i")"
   sleep 0.2
@@ -475,9 +487,14 @@ period() {
   t1=$(date +%s%N)
   sleep 0.3
   read -r c1 p1 <<<"$(switch_counters "$i")"
+  read -r rp1 rl1 <<<"$(line_releases "$i")"
   [ "$scenario" = guest-rx ] && read -r d1 x1 <<<"$(guest_delivery "$i")"
   local placed
   placed=$(guest_placement "$i")
+  # Lines given back a packet over the period: auto's gates open or shut (0.25 a packet when a
+  # line of four descriptors goes back with every burst).
+  [ "$placed" = - ] || placed+=$(awk -v p="$((rp1 - rp0))" -v l="$((rl1 - rl0))" \
+    'BEGIN {printf "/%.3f", (p > 0) ? l / p : 0}')
   guest stop
   sleep 0.3
   kill -STOP "${sw_pids[$i]}"
@@ -639,7 +656,8 @@ for scenario in $scenarios; do
         [ "$state" = "$class" ] || where+=" ns"
         # vqswitch's own verdict beside the harness's (desc_release auto).
         if [ "$placed" != - ]; then
-          where+=", guest $(echo "$placed" | awk -F/ '{print $1, $2 " ns" ($3 == 1 ? ", sends own" : "")}')"
+          where+=", guest $(echo "$placed" | awk -F/ '{print $1, $2 " ns" ($3 == 1 ? ", sends own" : "") \
+            ", lines given back " $4 " a packet"}')"
         fi
         probes[$i]+=" $probe"
         shown=${probe#-}

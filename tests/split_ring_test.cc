@@ -266,21 +266,20 @@ TEST_CASE(
   SimGuest guest{mem, 64, 0};
   SplitRing ring = attach(guest);
   CHECK(ring.line_release() == LineRelease::kOff);  // until the queue sets it
-  CHECK_FALSE(ring.releases_lines(true));
+  CHECK_FALSE(ring.releases_lines());
   if (!line_release_supported()) {
     ring.set_line_release(LineRelease::kOn, 2000000000);
     CHECK(ring.line_release() == LineRelease::kOff);  // a CPU without CLFLUSHOPT: never
     return;
   }
   ring.set_line_release(LineRelease::kOn, 2000000000);
-  CHECK(ring.releases_lines(false));
-  CHECK(ring.releases_lines(true));
+  CHECK(ring.releases_lines());
   CHECK_FALSE(ring.placement().enabled());  // nothing to decide: not probed
 
   ring.set_line_release(LineRelease::kAuto, 2000000000);
   CHECK(ring.placement().enabled());
   CHECK_FALSE(ring.placement().far());  // no crossing seen yet: near
-  CHECK_FALSE(ring.releases_lines(true));
+  CHECK_FALSE(ring.releases_lines());
 
   // Polls sample the avail index; here the line never leaves this CPU, so the guest stays near.
   VringAvail* avail = guest.setup().addrs.avail;
@@ -291,7 +290,7 @@ TEST_CASE(
   CHECK_FALSE(ring.broken());
   CHECK(ring.placement().samples() > 0);
   CHECK_FALSE(ring.placement().far());
-  CHECK_FALSE(ring.releases_lines(true));
+  CHECK_FALSE(ring.releases_lines());
   const PlacementProbe::Reading reading = ring.placement().reading();
   CHECK(reading.measured);
   CHECK_FALSE(reading.far);
@@ -304,7 +303,7 @@ TEST_CASE(
   CHECK_FALSE(detached.placement().reading().measured);
 
   ring.set_line_release(LineRelease::kOff, 2000000000);
-  CHECK_FALSE(ring.releases_lines(true));
+  CHECK_FALSE(ring.releases_lines());
   CHECK_FALSE(ring.placement().enabled());
 }
 
@@ -321,7 +320,7 @@ TEST_CASE("buffer_release: its own mode, the same gate; auto probes even with de
   }
   ring.set_line_release(LineRelease::kOff, 2000000000, nullptr, LineRelease::kOn);
   CHECK(ring.releases_buffer_lines(false, false));  // on: the sender gate is not asked
-  CHECK_FALSE(ring.releases_lines(true));
+  CHECK_FALSE(ring.releases_lines());
   CHECK_FALSE(ring.placement().enabled());
   ring.set_line_release(LineRelease::kOff, 2000000000, nullptr, LineRelease::kAuto);
   CHECK(ring.placement().enabled());  // buffer_release auto needs the placement too
@@ -401,12 +400,11 @@ TEST_CASE("a guest RX ring follows its queue pair's TX ring's placement") {
   tx_placement.start(2000000000);
   ring.set_line_release(LineRelease::kAuto, 2000000000, &tx_placement);
   CHECK_FALSE(ring.placement().enabled());  // this ring's own loads are not timed
-  CHECK_FALSE(ring.releases_lines(true));
+  CHECK_FALSE(ring.releases_lines());
   tx_placement.add_sample(2 * 120);  // the TX ring's loads crossed between dies
-  CHECK(ring.releases_lines(true));
-  CHECK_FALSE(ring.releases_lines(false));  // not from a burst that did not wait on the guest
+  CHECK(ring.releases_lines());  // whether or not a burst waited on the guest
   for (int i = 0; i < 40; ++i) tx_placement.add_sample(2 * 20);
-  CHECK_FALSE(ring.releases_lines(true));
+  CHECK_FALSE(ring.releases_lines());
   // Attached again (a restart), the ring probes for itself until told otherwise.
   ring = attach(guest);
   ring.set_line_release(LineRelease::kAuto, 2000000000);

@@ -291,8 +291,8 @@ BurstResult dequeue_burst_on(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts,
     stats.count_packet(pkt_len, rte_pktmbuf_mtod(m, const uint8_t*));
     if (result.bytes >= max_bytes) break;
   }
-  // A burst that emptied the ring waits on the guest: its lines go back if the guest is far.
-  burst.release_lines(consumed, takes_all);
+  // The descriptor lines read go back if the guest is far (SplitRing::releases_lines).
+  burst.release_lines(consumed);
   burst.consume(consumed);
   vq.complete_burst(used_before);
   if (pool_empty) ++stats.mbuf_alloc_failures;

@@ -369,8 +369,8 @@ BurstResult enqueue_burst_on(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t coun
     stats.count_packet(len, destination(m, len, dst_copy));
   }
   copies.flush();
-  // A burst offered every posted buffer waits on the guest: their lines go back if it is far.
-  burst.release_lines(pos, posted <= count);
+  // The descriptor lines read go back if the guest is far (SplitRing::releases_lines).
+  burst.release_lines(pos);
   burst.consume(pos);
   vq.complete_rx_burst(used_before, static_cast<uint32_t>(stats.packets - packets_before),
                        static_cast<uint16_t>(gatherer.posted() - pos),

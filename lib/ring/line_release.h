@@ -7,7 +7,7 @@
 // the line back and drops it from every cache, so that the guest's write fetches it from memory
 // without waiting for us. It costs our CPU ~70 cycles a line and moves a line that two CPUs
 // sharing a cache would have found close by to memory: SplitRing gives lines back only when
-// asked to, or when the guest is far and the bottleneck (LineRelease::kAuto). No EAL here.
+// asked to, or when the guest is far (LineRelease::kAuto). No EAL here.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +15,9 @@
 namespace vqs {
 
 enum class LineRelease : uint8_t {
-  kAuto,  // when the guest's CPU shares no cache with ours and a burst waited on the guest
-          // (descriptor lines: desc_release; guest TX packet heads: buffer_release, which also
-          // needs a guest that sends its own frames, sender_gate.h)
+  kAuto,  // when the guest's CPU shares no cache with ours (descriptor lines: desc_release);
+          // guest TX packet heads (buffer_release) also need a burst that waited on the guest and
+          // a guest that sends its own frames (sender_gate.h)
   kOn,    // after every burst
   kOff,
 };

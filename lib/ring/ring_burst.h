@@ -52,8 +52,8 @@ class SplitBurst {
   // Once the first `count` chains are read: their first descriptors' lines go back to the guest
   // when the ring says so (SplitRing::releases_lines). The hint pass read those descriptors,
   // and only those are given back.
-  void release_lines(uint16_t count, bool waited_on_guest) {
-    if (!ring_.releases_lines(waited_on_guest)) return;
+  void release_lines(uint16_t count) {
+    if (!ring_.releases_lines()) return;
     vq_.stats().desc_lines_released +=
         ring_.release_descs(heads_, count < hinted_ ? count : hinted_);
   }
@@ -155,7 +155,7 @@ class PackedBurst {
   uint16_t id(uint16_t h) const { return batch_.id(h); }
   // A packed ring's descriptors take our used writes as well: not given back (SplitBurst's).
   bool releases_buffer_lines(bool /*waited_on_guest*/) const { return false; }
-  void release_lines(uint16_t /*count*/, bool /*waited_on_guest*/) {}
+  void release_lines(uint16_t /*count*/) {}
   uint16_t ring_slots(uint16_t h) const { return batch_.chain_slots(h); }
   void consume(uint16_t count) {
     put_run();

@@ -93,11 +93,13 @@ class SplitRing {
   LineRelease line_release() const { return line_release_; }
   LineRelease buffer_release() const { return buffer_release_; }
   const PlacementProbe& placement() const { return probe_; }
-  // Whether a burst gives its descriptor lines (the packets' head lines) back; `waited_on_guest`:
-  // it took all the guest had posted (the guest is the bottleneck, so our CPU has cycles to
-  // spare).
-  bool releases_lines(bool waited_on_guest) const {
-    return releases(line_release_, waited_on_guest);
+  // Whether a burst gives its descriptor lines back: kAuto while the guest is far, whoever is
+  // the bottleneck (a line that went to memory is fetched sooner than one in a far cache, by the
+  // guest and by us next lap; gating on bursts that emptied the ring kept a far PVP or VM-to-VM
+  // in a slow state where no burst did: docs/benchmarks.md, "Descriptor lines given back").
+  bool releases_lines() const {
+    return line_release_ == LineRelease::kOn ||
+           (line_release_ == LineRelease::kAuto && guest_far());
   }
   // The same for the heads of the packets copied out of the guest's TX buffers; kAuto also needs
   // `guest_sends_own` (sender_gate.h).
@@ -207,10 +209,10 @@ class SplitRing {
   bool event_idx_ = false;
   bool kicks_enabled_ = false;
   bool broken_ = false;
+  bool guest_far() const { return (placement_from_ != nullptr ? placement_from_ : &probe_)->far(); }
   bool releases(LineRelease mode, bool waited_on_guest) const {
     return mode == LineRelease::kOn ||
-           (mode == LineRelease::kAuto && waited_on_guest &&
-            (placement_from_ != nullptr ? placement_from_ : &probe_)->far());
+           (mode == LineRelease::kAuto && waited_on_guest && guest_far());
   }
 
   LineRelease line_release_ = LineRelease::kOff;

@@ -402,7 +402,7 @@ TEST_CASE("a guest RX ring follows its queue pair's TX ring's placement") {
   CHECK_FALSE(ring.placement().enabled());  // this ring's own loads are not timed
   CHECK_FALSE(ring.releases_lines());
   tx_placement.add_sample(2 * 120);  // the TX ring's loads crossed between dies
-  CHECK(ring.releases_lines());  // whether or not a burst waited on the guest
+  CHECK(ring.releases_lines());      // whether or not a burst waited on the guest
   for (int i = 0; i < 40; ++i) tx_placement.add_sample(2 * 20);
   CHECK_FALSE(ring.releases_lines());
   // Attached again (a restart), the ring probes for itself until told otherwise.

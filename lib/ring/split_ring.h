@@ -96,7 +96,7 @@ class SplitRing {
   // Whether a burst gives its descriptor lines back: kAuto while the guest is far, whoever is
   // the bottleneck (a line that went to memory is fetched sooner than one in a far cache, by the
   // guest and by us next lap; gating on bursts that emptied the ring kept a far PVP or VM-to-VM
-  // in a slow state where no burst did: docs/benchmarks.md, "Descriptor lines given back").
+  // in a slow state where no burst did: docs/architecture.md, "Descriptor lines given back").
   bool releases_lines() const {
     return line_release_ == LineRelease::kOn ||
            (line_release_ == LineRelease::kAuto && guest_far());

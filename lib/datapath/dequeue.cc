@@ -291,10 +291,10 @@ BurstResult dequeue_burst_on(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts,
     stats.count_packet(pkt_len, rte_pktmbuf_mtod(m, const uint8_t*));
     if (result.bytes >= max_bytes) break;
   }
-  // The descriptor lines read go back if the guest is far (SplitRing::releases_lines).
-  burst.release_lines(consumed);
   burst.consume(consumed);
   vq.complete_burst(used_before);
+  // The descriptor lines read go back if the guest is far (SplitBurst::release_lines).
+  burst.release_lines(consumed);
   if (pool_empty) ++stats.mbuf_alloc_failures;
   if (out < allocated) rte_pktmbuf_free_bulk(pkts + out, allocated - out);
   vq.sender_gate().update(stats.packets);  // one compare, a load once a window

@@ -369,12 +369,12 @@ BurstResult enqueue_burst_on(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t coun
     stats.count_packet(len, destination(m, len, dst_copy));
   }
   copies.flush();
-  // The descriptor lines read go back if the guest is far (SplitRing::releases_lines).
-  burst.release_lines(pos);
   burst.consume(pos);
   vq.complete_rx_burst(used_before, static_cast<uint32_t>(stats.packets - packets_before),
                        static_cast<uint16_t>(gatherer.posted() - pos),
                        vq.notify_timed() ? rte_get_tsc_cycles() : 0);
+  // The descriptor lines read go back if the guest is far (SplitBurst::release_lines).
+  burst.release_lines(pos);
   result.packets = consumed;
   return result;
 }

@@ -49,9 +49,11 @@ class SplitBurst {
   bool releases_buffer_lines(bool waited_on_guest) const {
     return ring_.releases_buffer_lines(waited_on_guest, vq_.sender_gate().sends_own());
   }
-  // Once the first `count` chains are read: their first descriptors' lines go back to the guest
+  // Once the first `count` chains are taken: their first descriptors' lines go back to the guest
   // when the ring says so (SplitRing::releases_lines). The hint pass read those descriptors,
-  // and only those are given back.
+  // and only those are given back. Called after the burst's interrupt decision: the full fence
+  // there waits for every flush issued before it (CLFLUSHOPT is ordered with locked
+  // instructions), and a far flush takes as long as a crossing.
   void release_lines(uint16_t count) {
     if (!ring_.releases_lines()) return;
     vq_.stats().desc_lines_released +=

@@ -438,22 +438,25 @@ line_releases() {
     desc_lines_released buffer_lines_released | awk '{print $1 + $2, $3 + $4}'
 }
 
-# switch_counters INDEX: "busy_cycles packets" of switch INDEX so far (OVS: since the last clear).
+# switch_counters INDEX: "busy_cycles packets idle_cycles" of switch INDEX so far (OVS: since the
+# last clear).
 switch_counters() {
   if [ "$1" -eq 0 ]; then
     appctl dpif-netdev/pmd-stats-show | awk '/^pmd thread/ {pmd = 1} /^main thread/ {pmd = 0}
-      pmd && /processing cycles:/ {c = $3} pmd && /packets received:/ {p = $3} END {printf "%.0f %.0f\n", c, p}'
+      pmd && /processing cycles:/ {c = $3} pmd && /packets received:/ {p = $3}
+      pmd && /idle cycles:/ {i = $3} END {printf "%.0f %.0f %.0f\n", c, p, i}'
   else
-    vqs_telemetry "$1" /vqswitch/lcores,1 " " "0 0" busy_cycles packets
+    vqs_telemetry "$1" /vqswitch/lcores,1 " " "0 0 0" busy_cycles packets idle_cycles
   fi
 }
 
 # period INDEX SCENARIO GUEST_PORTS: forward through switch INDEX for one period; prints
-# "Mpps cycles/packet state probe placed" (state: with --cpu-state the placement class and the
+# "Mpps cycles/packet state probe placed busy" (state: with --cpu-state the placement class and the
 # median line latency, "far/214", else none; probe, in noisy and probe: "p50/p99/p999/lost/sent/cpu"
 # with latencies in ns and the switch process's CPU use in % of one CPU, else -; placed: what
 # vqswitch's own probe said at the period's end, guest_placement, and "/N", the lines given back
-# a packet over the period, line_releases).
+# a packet over the period, line_releases; busy: the switch lcore's busy share of its TSC cycles
+# over the period, in %, "-" when unknown: near 100 the switch is the bound, not the guest).
 period() {
   local i=$1 scenario=$2 ports=$3 key=Tx-pps at rate c0 p0 c1 p1 rp0 rl0 rp1 rl1 state=none probe
   case "$scenario" in guest-rx | vm2vm | probe | intr-rx) key=Rx-pps ;; esac
@@ -464,7 +467,7 @@ period() {
   [ "$i" -eq 0 ] && appctl dpif-netdev/pmd-stats-clear >/dev/null
   # $(...) waits for the reader (for vqswitch a Python process) to finish, and the pause lets
   # it go before the period starts: a process exiting on either CPU stalls a poller.
-  read -r c0 p0 <<<"$(switch_counters "$i")"
+  read -r c0 p0 i0 <<<"$(switch_counters "$i")"
   read -r rp0 rl0 <<<"$(line_releases "$i")"
   local d0=0 x0=0 d1=0 x1=0
   [ "$scenario" = guest-rx ] && read -r d0 x0 <<<"$(guest_delivery "$i")"
@@ -486,7 +489,7 @@ period() {
   ticks1=$(cpu_ticks "${sw_pids[$i]}")
   t1=$(date +%s%N)
   sleep 0.3
-  read -r c1 p1 <<<"$(switch_counters "$i")"
+  read -r c1 p1 i1 <<<"$(switch_counters "$i")"
   read -r rp1 rl1 <<<"$(line_releases "$i")"
   [ "$scenario" = guest-rx ] && read -r d1 x1 <<<"$(guest_delivery "$i")"
   local placed
@@ -515,7 +518,10 @@ period() {
     awk '/Share-pps:/ {$1 = ""; p = $0} /Share-Bps:/ {$1 = ""; b = $0}
       END {gsub(/^ +/, "", p); gsub(/^ +/, "", b); gsub(/ +/, ":", p); gsub(/ +/, ":", b); print p "/" b}')
   awk -v r="$rate" -v c0="$c0" -v c1="$c1" -v p0="$p0" -v p1="$p1" -v k="$state" -v q="${probe:--}" \
-    -v g="${placed:--}" 'BEGIN {printf "%s %.0f %s %s %s\n", r, (p1 > p0) ? (c1 - c0) / (p1 - p0) : 0, k, q, g}'
+    -v g="${placed:--}" -v i0="$i0" -v i1="$i1" 'BEGIN {
+      b = c1 - c0; t = b + i1 - i0
+      printf "%s %.0f %s %s %s %s\n", r, (p1 > p0) ? b / (p1 - p0) : 0, k, q, g,
+        (t > 0 && i1 > i0) ? sprintf("%.0f", 100 * b / t) : "-"}'
 }
 
 # known_median "N - N ...": the median of the numbers, "-" when there are none.
@@ -651,7 +657,7 @@ for scenario in $scenarios; do
       declare -A this=() this_class=() this_cycles=() this_dropped=()
       for i in $order; do
         ports=$(seq -s, $((i * per_switch)) $((i * per_switch + per_switch - 1)))
-        read -r rate cyc state probe placed < <(period "$i" "$scenario" "$ports")
+        read -r rate cyc state probe placed busy < <(period "$i" "$scenario" "$ports")
         class=${state%/*} where=${state/\// }
         [ "$state" = "$class" ] || where+=" ns"
         # vqswitch's own verdict beside the harness's (desc_release auto).
@@ -670,7 +676,8 @@ for scenario in $scenarios; do
         this[$i]=$rate
         this_class[$i]=$class
         this_cycles[$i]=$cyc
-        echo "  $label ${size}B round $r: ${names[$i]} $rate Mpps, $cyc cycles/packet ($where, load $(load))$shown" >&2
+        echo "  $label ${size}B round $r: ${names[$i]} $rate Mpps, $cyc cycles/packet, busy $busy %" \
+          "($where, load $(load))$shown" >&2
       done
       for i in $(seq ${#labels[@]}); do
         ratio=$(awk -v a="${this[$i]}" -v b="${this[0]}" 'BEGIN {printf "%.3f", (b > 0) ? a / b : 0}')

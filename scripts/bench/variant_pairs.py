@@ -13,7 +13,8 @@ import re
 import statistics
 import sys
 
-ROUND = re.compile(r"^\s+(\S+) (\d+)B round (\d+): (\S+) ([\d.]+) Mpps, (\d+) cycles/packet \((\w+)")
+ROUND = re.compile(
+    r"^\s+(\S+) (\d+)B round (\d+): (\S+) ([\d.]+) Mpps, (\d+) cycles/packet(?:, busy \S+ %)? \((\w+)")
 
 
 def main():

@@ -155,6 +155,7 @@ nr=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
 [ "$(cat $nr)" -ge "$need" ] || { echo "only $(cat $nr) hugepages, want $need" >&2; exit 1; }
 
 run=$(mktemp -d /run/vqs-svo.XXXXXX)
+declare -A tel_in=() tel_out=()  # by switch index: its telemetry reader's fds (tel_start)
 tag=$(basename "$run")
 pids=()      # every process started, for cleanup
 sw_pids=()   # per switch: 0 is OVS, 1.. the vqswitch variants
@@ -165,6 +166,7 @@ appctl() { ovs-appctl -t "$(echo "$OVS_RUNDIR"/ovs-vswitchd*."$(cat "$OVS_RUNDIR
 
 stop_all() {
   local p
+  tel_stop
   for p in "${pids[@]}" "${sw_pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; done
   # A subshell writes: a guest that is gone would have the write's SIGPIPE end this shell.
   [ -n "${fd_guest:-}" ] && { (echo quit >&"$fd_guest") 2>/dev/null || true; exec {fd_guest}>&-; fd_guest=""; }
@@ -388,11 +390,58 @@ guest() {
 }
 log_size() { stat -c %s "$1"; }
 
+# A reader per vqswitch that keeps one connection to its telemetry socket, started while the
+# switches are frozen: a period's counters then cost a socket round trip, not a Python start on
+# one of the two CPUs in the middle of the period's counter window (up to half a second each,
+# counted as our lcore's busy cycles when it landed on CPU 1; docs/benchmarks.md, "Descriptor
+# lines given back after the interrupt decision"). Its input: COMMAND, SEP, FALLBACK and the
+# KEYs, tab-separated; its output: one line, as vqs_telemetry's.
+tel_reader='import json, socket, sys
+sock = None
+for line in sys.stdin:
+    command, sep, fallback, *keys = line.rstrip("\n").split("\t")
+    out = fallback
+    try:
+        if sock is None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            sock.connect(sys.argv[1])
+            sock.recv(1 << 16)  # the greeting
+        sock.send(command.encode())
+        d = json.loads(sock.recv(1 << 20).decode()).get(command.split(",")[0], {}) or {}
+        if keys and keys[0] in d:
+            out = sep.join(str(d[k]) for k in keys)
+    except (OSError, ValueError):
+        sock = None
+    print(out, flush=True)'
+# tel_start INDEX: the reader of vqswitch INDEX (its socket needs only to exist).
+tel_start() {
+  local i=$1 fd
+  mkfifo "$run/tel$i.in" "$run/tel$i.out"
+  python3 -c "$tel_reader" "/var/run/dpdk/$tag-vqs$i/dpdk_telemetry.v2" <"$run/tel$i.in" \
+    >"$run/tel$i.out" 2>/dev/null &
+  exec {fd}>"$run/tel$i.in"
+  tel_in[$i]=$fd
+  exec {fd}<"$run/tel$i.out"
+  tel_out[$i]=$fd
+}
+tel_stop() {
+  local fd
+  for fd in "${tel_in[@]}" "${tel_out[@]}"; do exec {fd}>&-; done
+  tel_in=() tel_out=()
+  rm -f "$run"/tel*.in "$run"/tel*.out
+}
+
 # vqs_telemetry INDEX COMMAND SEP FALLBACK KEY...: the KEYs of vqswitch INDEX's answer to the
 # telemetry COMMAND ("/vqswitch/ports,vm0"), joined by SEP; FALLBACK when it has not the first.
 vqs_telemetry() {
-  local i=$1 command=$2 sep=$3 fallback=$4
+  local i=$1 command=$2 sep=$3 fallback=$4 line
   shift 4
+  if [ -n "${tel_in[$i]:-}" ]; then
+    (IFS=$'\t'; echo "$command"$'\t'"$sep"$'\t'"$fallback"$'\t'"$*") >&"${tel_in[$i]}"
+    read -r -u "${tel_out[$i]}" line
+    echo "$line"
+    return
+  fi
   echo "$command" | dpdk-telemetry.py -f "$tag-vqs$i" 2>/dev/null | python3 -c 'import json, sys
 name, sep, fallback, keys = sys.argv[1].split(",")[0], sys.argv[2], sys.argv[3], sys.argv[4:]
 for line in sys.stdin:
@@ -648,6 +697,7 @@ for scenario in $scenarios; do
     renice_switches 19
     start_guest "$scenario" "$size" "${sockets[@]}"
     renice_switches 0
+    for i in $(seq ${#labels[@]}); do tel_start "$i"; done
     for p in "${sw_pids[@]}"; do kill -STOP "$p"; done
     declare -A rates=() cycles=() probes=() class_rates=() class_cycles=() class_ratios=() round_class=()
     declare -A class_dropped=()

@@ -507,15 +507,17 @@ switch_counters() {
 # a packet over the period, line_releases; busy: the switch lcore's busy share of its TSC cycles
 # over the period, in %, "-" when unknown: near 100 the switch is the bound, not the guest).
 period() {
-  local i=$1 scenario=$2 ports=$3 key=Tx-pps at rate c0 p0 c1 p1 rp0 rl0 rp1 rl1 state=none probe
+  local i=$1 scenario=$2 ports=$3 key=Tx-pps at rate c0 p0 i0 c1 p1 i1 rp0 rl0 rp1 rl1 state=none
+  local probe
   case "$scenario" in guest-rx | vm2vm | probe | intr-rx) key=Rx-pps ;; esac
   kill -CONT "${sw_pids[$i]}"
   guest "set portlist $ports"
   guest start
   sleep 1
   [ "$i" -eq 0 ] && appctl dpif-netdev/pmd-stats-clear >/dev/null
-  # $(...) waits for the reader (for vqswitch a Python process) to finish, and the pause lets
-  # it go before the period starts: a process exiting on either CPU stalls a poller.
+  # A vqswitch's counters come from its reader (tel_start), a socket round trip; OVS-DPDK's from
+  # ovs-appctl, whose exit the pause lets go before the period starts (a process exiting on
+  # either CPU stalls a poller).
   read -r c0 p0 i0 <<<"$(switch_counters "$i")"
   read -r rp0 rl0 <<<"$(line_releases "$i")"
   local d0=0 x0=0 d1=0 x1=0

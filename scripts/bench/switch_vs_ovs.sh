@@ -572,7 +572,7 @@ period() {
     -v g="${placed:--}" -v i0="$i0" -v i1="$i1" 'BEGIN {
       b = c1 - c0; t = b + i1 - i0
       printf "%s %.0f %s %s %s %s\n", r, (p1 > p0) ? b / (p1 - p0) : 0, k, q, g,
-        (t > 0 && i1 > i0) ? sprintf("%.0f", 100 * b / t) : "-"}'
+        (t > 0) ? sprintf("%.0f", 100 * b / t) : "-"}'
 }
 
 # known_median "N - N ...": the median of the numbers, "-" when there are none.

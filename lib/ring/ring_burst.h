@@ -53,7 +53,8 @@ class SplitBurst {
   // when the ring says so (SplitRing::releases_lines). The hint pass read those descriptors,
   // and only those are given back. Called after the burst's interrupt decision: the full fence
   // there waits for every flush issued before it (CLFLUSHOPT is ordered with locked
-  // instructions), and a far flush takes as long as a crossing.
+  // instructions), and a far flush takes as long as a crossing; issued after it, the flushes
+  // complete while the lcore forwards the burst, before its next fence.
   void release_lines(uint16_t count) {
     if (!ring_.releases_lines()) return;
     vq_.stats().desc_lines_released +=

@@ -433,25 +433,13 @@ tel_stop() {
 
 # vqs_telemetry INDEX COMMAND SEP FALLBACK KEY...: the KEYs of vqswitch INDEX's answer to the
 # telemetry COMMAND ("/vqswitch/ports,vm0"), joined by SEP; FALLBACK when it has not the first.
+# Asks INDEX's reader (tel_start), which every period has.
 vqs_telemetry() {
   local i=$1 command=$2 sep=$3 fallback=$4 line
   shift 4
-  if [ -n "${tel_in[$i]:-}" ]; then
-    (IFS=$'\t'; echo "$command"$'\t'"$sep"$'\t'"$fallback"$'\t'"$*") >&"${tel_in[$i]}"
-    read -r -u "${tel_out[$i]}" line
-    echo "$line"
-    return
-  fi
-  echo "$command" | dpdk-telemetry.py -f "$tag-vqs$i" 2>/dev/null | python3 -c 'import json, sys
-name, sep, fallback, keys = sys.argv[1].split(",")[0], sys.argv[2], sys.argv[3], sys.argv[4:]
-for line in sys.stdin:
-    line = line.strip()
-    if line.startswith("{"):
-        d = json.loads(line).get(name, {}) or {}
-        if keys[0] in d:
-            print(sep.join(str(d[k]) for k in keys)); break
-else:
-    print(fallback)' "$command" "$sep" "$fallback" "$@"
+  (IFS=$'\t'; echo "$command"$'\t'"$sep"$'\t'"$fallback"$'\t'"$*") >&"${tel_in[$i]}"
+  read -r -u "${tel_out[$i]}" line
+  echo "$line"
 }
 
 # guest_delivery INDEX: "delivered dropped" toward the guest port vm0 of switch INDEX so far (frames

@@ -49,6 +49,23 @@ TEST_CASE("mergeable: a packet larger than all posted buffers waits, consuming n
   CHECK(got[1].buffers == 4);
 }
 
+TEST_CASE("mergeable: buffers posted since the index was last loaded are found mid-burst") {
+  Device dev(kModernFeatures | bit(kNetFMrgRxbuf));
+  dev.rx.post_rx(4, 1000);
+  auto small = make_packets(1, 500);
+  REQUIRE(dev.enqueue(small) == 1);  // loads the index: 4 posted, 3 left
+  dev.rx.post_rx(6, 1000);
+  // Two packets, four buffers each: the 3 known are more than the 2 packets asked for, so the
+  // burst starts from them without a load, and has to load the index when they run out.
+  auto big = make_packets(2, 3000);
+  CHECK(dev.enqueue(big) == 2);
+  const auto got = dev.rx.receive();
+  REQUIRE(got.size() == 3);
+  CHECK(got[1].buffers == 4);
+  CHECK(got[2].buffers == 4);
+  CHECK(dev.rxq.avail_count() == 1);
+}
+
 TEST_CASE("without mergeable buffers a packet larger than the chain is dropped, chain kept") {
   Device dev(kModernFeatures);
   dev.rx.post_rx(2, 1526);

@@ -87,6 +87,29 @@ TEST_CASE("an avail index that jumps more than the ring size breaks the ring") {
   CHECK(ring.avail_count() == 1);
 }
 
+TEST_CASE("the avail index is loaded again only when what it said last runs short") {
+  SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};
+  SimGuest guest{mem, 256, 0};
+  SplitRing ring = attach(guest);
+  guest.set_avail_idx(100);
+  CHECK(ring.avail_count(32) == 100);  // nothing known yet: loaded
+  ring.consume(32);
+  guest.set_avail_idx(200);
+  CHECK(ring.avail_count(32) == 68);  // 68 known to remain: no load
+  CHECK(ring.avail_count(67) == 68);
+  CHECK(ring.avail_count(68) == 168);  // not more than wanted: loaded
+  ring.consume(140);
+  guest.set_avail_idx(210);
+  CHECK(ring.avail_count(32) == 38);  // 28 known: loaded
+  CHECK(ring.avail_count() == 38);    // no bound: always loaded
+  // A corrupt index is found at the next load, and nothing is answered from before it.
+  guest.set_avail_idx(static_cast<uint16_t>(210 + 300));
+  CHECK(ring.avail_count(8) == 38);
+  CHECK(ring.avail_count(38) == 0);
+  CHECK(ring.broken());
+  CHECK(ring.avail_count(0) == 0);
+}
+
 TEST_CASE("interrupt suppression without EVENT_IDX follows kVringAvailFNoInterrupt") {
   SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};
   SimGuest guest{mem, 8, 0};

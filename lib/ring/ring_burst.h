@@ -19,10 +19,21 @@ class SplitBurst {
   explicit SplitBurst(VirtQueue& vq) : vq_(vq), ring_(vq.ring()), reader_(vq.chain_reader()) {}
   SplitRing& ring() { return ring_; }
 
-  // Chains available now. The index says them all at once, so `want` is only a hint here.
-  uint16_t available(uint16_t /*want*/) { return vq_.avail_count(); }
-  // Once the first `have` are used: how many there are now, up to `want` (no more than before).
-  uint16_t more(uint16_t have, uint16_t /*want*/) { return have; }
+  // Chains available now: all of them when there are `want` or fewer, else more than `want`,
+  // perhaps as the avail index said when last loaded (SplitRing::avail_count).
+  uint16_t available(uint16_t want) {
+    const uint16_t n = vq_.avail_count(want);
+    known_only_ = n > want;
+    return n;
+  }
+  // Once the first `have` are used: how many there are now. The index is loaded again only when
+  // available() counted more than wanted (perhaps without a load); otherwise it said them all.
+  uint16_t more(uint16_t have, uint16_t /*want*/) {
+    if (!known_only_) return have;
+    known_only_ = false;
+    const uint16_t n = vq_.avail_count();
+    return n > have ? n : have;
+  }
 
   // A hinted chain's handle is its position in the burst: its head and first descriptor were
   // read once, by the hint pass (below). Any other's is its head, read from the avail ring here,
@@ -109,6 +120,7 @@ class SplitBurst {
   SplitRing& ring_;
   const DescChainReader& reader_;
   uint16_t hinted_ = 0;  // chains below it: heads_[] and first_[] hold their head and first buffer
+  bool known_only_ = false;  // available() counted more than wanted, maybe without a load
   uint16_t heads_[kHinted];
   FirstBuffer first_[kHinted];
 };

@@ -51,11 +51,18 @@ class SplitRing {
   bool broken() const { return broken_; }
 
   // Entries the guest posted that we have not consumed; 0 (and broken) on a corrupt avail index.
-  // Entries read after this call are ordered after the index read.
-  uint16_t avail_count() {
+  // Entries read after this call are ordered after the index read. While the index as last loaded
+  // says more than `enough` remain, that count is the answer, without a load: the guest writes
+  // the index's line with every burst it posts, so each load of it is a transfer from the
+  // guest's cache and makes the guest's next store take the line back (docs/architecture.md,
+  // "The avail index loaded only when needed"). The placement probe's timed loads stay.
+  uint16_t avail_count(uint16_t enough = UINT16_MAX) {
     if (broken_) return 0;
-    const uint16_t avail_idx = probe_.due() ? probe_.timed_load(&addrs_.avail->idx, seen_avail_)
-                                            : __atomic_load_n(&addrs_.avail->idx, __ATOMIC_ACQUIRE);
+    const bool timed = probe_.due();
+    const uint16_t known = static_cast<uint16_t>(seen_avail_ - last_avail_);
+    if (!timed && known > enough && known <= addrs_.size) return known;
+    const uint16_t avail_idx = timed ? probe_.timed_load(&addrs_.avail->idx, seen_avail_)
+                                     : __atomic_load_n(&addrs_.avail->idx, __ATOMIC_ACQUIRE);
     seen_avail_ = avail_idx;
     const uint16_t count = static_cast<uint16_t>(avail_idx - last_avail_);
     if (count > addrs_.size) {

@@ -142,12 +142,13 @@ class VirtQueue {
     }
   }
 
-  // Chains the guest posted and we have not consumed (RX buffers or TX packets), for a last look
-  // before sleeping: a packed ring is counted only up to `limit` (a split ring's index says it
-  // at once). Counts the moment a corrupt split ring is found.
+  // Chains the guest posted and we have not consumed (RX buffers or TX packets): a packed ring is
+  // counted only up to `limit`; a split ring's count is exact up to `limit`, and above it may be
+  // the count its index said when last loaded (SplitRing::avail_count). Counts the moment a
+  // corrupt split ring is found.
   uint16_t avail_count(uint16_t limit = UINT16_MAX) {
     if (packed_) return packed_ring_.count_available(limit);
-    const uint16_t n = ring_.avail_count();
+    const uint16_t n = ring_.avail_count(limit);
     if (n == 0 && ring_.broken() && !broken_counted_) {
       ++stats_.ring_broken;
       broken_counted_ = true;

@@ -102,7 +102,7 @@ TEST_CASE("the avail index is loaded again only when what it said last runs shor
   guest.set_avail_idx(210);
   CHECK(ring.avail_count(32) == 38);  // 28 known: loaded
   CHECK(ring.avail_count() == 38);    // no bound: always loaded
-  // A corrupt index is found at the next load, and nothing is answered from before it.
+  // A corrupt index is found at the next load; until then the entries known posted are served.
   guest.set_avail_idx(static_cast<uint16_t>(210 + 300));
   CHECK(ring.avail_count(8) == 38);
   CHECK(ring.avail_count(38) == 0);

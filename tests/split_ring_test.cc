@@ -125,6 +125,90 @@ TEST_CASE("interrupt suppression without EVENT_IDX follows kVringAvailFNoInterru
   CHECK_FALSE(ring.guest_wants_interrupt());
 }
 
+namespace {
+uint64_t fake_now = 0;
+uint64_t fake_clock() { return fake_now; }
+// One used entry published, then the decision.
+bool publish_and_decide(SplitRing& ring) {
+  ring.put_used(0, 0);
+  ring.publish_used();
+  return ring.guest_wants_interrupt();
+}
+}  // namespace
+
+TEST_CASE("interrupt rechecks: a guest's 'no interrupts' stands for the interval, then is read") {
+  SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};
+  SimGuest guest{mem, 64, 0};
+  SplitRing ring = attach(guest);
+  fake_now = 1000;
+  ring.set_interrupt_recheck(100, &fake_clock);
+  guest.set_avail_flags(kVringAvailFNoInterrupt);
+  CHECK_FALSE(publish_and_decide(ring));  // read: suppressed
+  CHECK_FALSE(ring.interrupt_check_owed());
+  // The guest enables interrupts; within the interval the answer stands, owed.
+  guest.set_avail_flags(0);
+  CHECK_FALSE(publish_and_decide(ring));
+  CHECK(ring.interrupt_check_owed());
+  fake_now += 99;
+  CHECK_FALSE(publish_and_decide(ring));
+  CHECK_FALSE(ring.settle_interrupt_check(false));  // not due yet
+  CHECK(ring.interrupt_check_owed());
+  SECTION("the next decision once the interval is over reads it") {
+    fake_now += 1;
+    CHECK(publish_and_decide(ring));
+    CHECK_FALSE(ring.interrupt_check_owed());
+    CHECK(publish_and_decide(ring));  // no longer suppressed: read every time
+  }
+  SECTION("a settle once the interval is over reads it") {
+    fake_now += 1;
+    CHECK(ring.settle_interrupt_check(false));
+    CHECK_FALSE(ring.interrupt_check_owed());
+    CHECK_FALSE(ring.settle_interrupt_check(true));  // nothing owed
+  }
+  SECTION("a settle asked for now reads it at once") {
+    CHECK(ring.settle_interrupt_check(true));
+    CHECK_FALSE(ring.interrupt_check_owed());
+  }
+  SECTION("a guest still polling: the interval starts again at the next decision") {
+    guest.set_avail_flags(kVringAvailFNoInterrupt);
+    fake_now += 1;
+    CHECK_FALSE(ring.settle_interrupt_check(false));
+    CHECK_FALSE(ring.interrupt_check_owed());
+    CHECK_FALSE(publish_and_decide(ring));
+    CHECK(ring.interrupt_check_owed());
+  }
+  SECTION("detached, nothing is owed") {
+    ring.detach();
+    CHECK_FALSE(ring.interrupt_check_owed());
+  }
+}
+
+TEST_CASE("interrupt rechecks: off at 0, without a clock, and with EVENT_IDX") {
+  SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};
+  fake_now = 0;
+  SECTION("0 or no clock: every decision reads the flag") {
+    for (const bool with_clock : {false, true}) {
+      SimGuest guest{mem, 64, 0};
+      SplitRing ring = attach(guest);
+      ring.set_interrupt_recheck(with_clock ? 0 : 100, with_clock ? &fake_clock : nullptr);
+      guest.set_avail_flags(kVringAvailFNoInterrupt);
+      CHECK_FALSE(publish_and_decide(ring));
+      guest.set_avail_flags(0);
+      CHECK(publish_and_decide(ring));
+      CHECK_FALSE(ring.interrupt_check_owed());
+    }
+  }
+  SECTION("EVENT_IDX: used_event is read every time") {
+    SimGuest guest{mem, 64, kEventIdx};
+    SplitRing ring = attach(guest);
+    ring.set_interrupt_recheck(100, &fake_clock);
+    CHECK(publish_and_decide(ring));             // the first decision
+    guest.set_used_event(ring.last_used_idx());  // wants one when the index passes it
+    CHECK(publish_and_decide(ring));
+    CHECK_FALSE(ring.interrupt_check_owed());
+  }
+}
+
 TEST_CASE("interrupt suppression with EVENT_IDX matches vring_need_event across wrap-around") {
   SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};
   for (uint16_t start : {uint16_t(0), uint16_t(65500), uint16_t(65535)}) {

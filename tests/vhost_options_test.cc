@@ -48,6 +48,8 @@ TEST_CASE("vhost options: devargs and YAML take the same ranges, from one declar
       {"refill_threshold", "refill_threshold: VALUE", "", "", vhost_limits::kRefillThreshold},
       {"zerocopy_min_len", "zerocopy_min_len: VALUE", "zerocopy=1,", "zerocopy: true, ",
        vhost_limits::kZeroCopyMinLen},
+      {"interrupt_recheck_us", "interrupt_recheck_us: VALUE", "", "",
+       vhost_limits::kInterruptRecheckUs},
   };
   for (const NumericOption& o : options) {
     INFO(o.devarg);
@@ -131,4 +133,25 @@ TEST_CASE(
     CHECK(error.find(key) != std::string::npos);
     CHECK(error.find("t.yaml") != std::string::npos);
   }
+}
+
+TEST_CASE("vhost options: interrupt_recheck_us is off in the PMD and on in the switch by default") {
+  std::string error;
+  const auto devargs = parse_devargs("iface=/tmp/opt.sock", &error);
+  REQUIRE(devargs);
+  CHECK(devargs->interrupt_recheck_us == 0);
+  const auto config = app::parse_config(
+      "version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/opt.sock}\n"
+      "  - {name: vm1, type: vhost, socket: /tmp/opt1.sock, interrupt_recheck_us: 0}\n"
+      "forwarding: {mode: bridge}\n",
+      "t.yaml", &error);
+  REQUIRE(config);
+  CHECK(config->ports[0].vhost.interrupt_recheck_us == app::kDefaultInterruptRecheckUs);
+  CHECK(config->ports[1].vhost.interrupt_recheck_us == 0);
+  CHECK_FALSE(
+      app::parse_config("version: 1\nports:\n  - {name: vm0, type: vhost, socket: /tmp/opt.sock, "
+                        "interrupt_recheck_us: 1001}\nforwarding: {mode: bridge}\n",
+                        "t.yaml", &error));
+  CHECK(error.find("t.yaml:3") != std::string::npos);
+  CHECK(error.find("interrupt_recheck_us") != std::string::npos);
 }

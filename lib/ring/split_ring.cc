@@ -23,6 +23,8 @@ bool SplitRing::attach(const SplitRingAddrs& addrs, uint16_t last_avail_idx, uin
   signalled_used_valid_ = false;
   event_idx_ = event_idx;
   broken_ = false;
+  guest_suppressed_ = false;  // read at the first decision
+  owed_ = false;
   line_release_ = buffer_release_ = LineRelease::kOff;  // until set_line_release()
   probe_.start(0);
   placement_from_ = nullptr;
@@ -79,18 +81,45 @@ bool SplitRing::guest_wants_interrupt() {
   signalled_used_ = last_used_;
   signalled_used_valid_ = true;
   if (old_idx == last_used_) return false;  // nothing used since the last decision
-  // Our used-index store must be visible before we read the guest's suppression state, or both
-  // sides may decide the other will act (store-load ordering needs a full barrier).
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
   if (!event_idx_) {
-    const uint16_t flags = __atomic_load_n(&addrs_.avail->flags, __ATOMIC_RELAXED);
-    return !(flags & kVringAvailFNoInterrupt);
+    if (guest_suppressed_ && recheck_cycles_ != 0) {
+      const uint64_t now = clock_();
+      if (!owed_) {
+        owed_ = true;
+        owed_since_ = now;
+        return false;
+      }
+      if (now - owed_since_ < recheck_cycles_) return false;
+    }
+    return read_suppression_flag();
   }
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);  // as read_suppression_flag's
   if (!old_valid) return true;
   const uint16_t used_event = __atomic_load_n(&addrs_.avail->ring[addrs_.size], __ATOMIC_RELAXED);
   // vring_need_event: the guest wants an interrupt once used idx moves past used_event.
   return static_cast<uint16_t>(last_used_ - used_event - 1) <
          static_cast<uint16_t>(last_used_ - old_idx);
+}
+
+bool SplitRing::read_suppression_flag() {
+  // Our used-index store must be visible before we read the guest's suppression state, or both
+  // sides may decide the other will act (store-load ordering needs a full barrier).
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  const uint16_t flags = __atomic_load_n(&addrs_.avail->flags, __ATOMIC_RELAXED);
+  guest_suppressed_ = (flags & kVringAvailFNoInterrupt) != 0;
+  owed_ = false;
+  return !guest_suppressed_;
+}
+
+void SplitRing::set_interrupt_recheck(uint64_t cycles, Clock clock) {
+  recheck_cycles_ = clock != nullptr ? cycles : 0;
+  clock_ = clock;
+}
+
+bool SplitRing::settle_interrupt_check(bool now) {
+  if (!owed_) return false;
+  if (!now && clock_() - owed_since_ < recheck_cycles_) return false;
+  return read_suppression_flag();
 }
 
 void SplitRing::set_kicks_enabled(bool enabled) {

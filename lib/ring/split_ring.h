@@ -36,6 +36,7 @@ class SplitRing {
   void detach() {
     addrs_ = SplitRingAddrs{};
     log_ = nullptr;
+    owed_ = false;    // nothing to read any more
     probe_.start(0);  // nothing to measure: a packed session next must not show this one's
   }
   // Live migration: every used-ring write from now on is reported to `log` (nullptr: none).
@@ -154,8 +155,24 @@ class SplitRing {
 
   // Whether the guest asked to be interrupted for the used entries published since the last call
   // that returned true or false: kVringAvailFNoInterrupt, or used_event with EVENT_IDX (16-bit
-  // wrap-around as in the spec's vring_need_event).
+  // wrap-around as in the spec's vring_need_event). With a recheck interval set and without
+  // EVENT_IDX, a guest that said it wants no interrupts is taken at its word for that long
+  // before the flag is read again: the decision is then owed (below).
   bool guest_wants_interrupt();
+
+  // Interrupt rechecks (docs/architecture.md, "Interrupt rechecks"): each decision above costs a
+  // full fence, which waits for the burst's stores to lines the guest holds, and a load of the
+  // line the guest writes its avail index to, whose next store then waits for our copy to go.
+  // A polling guest never changes its answer, so for `cycles` of `clock` after a decision that
+  // read "no interrupts", further decisions answer the same without reading. 0: read every time.
+  using Clock = uint64_t (*)();
+  void set_interrupt_recheck(uint64_t cycles, Clock clock);
+  // A decision was answered without reading the flag, and is not settled yet.
+  bool interrupt_check_owed() const { return owed_; }
+  // Reads the flag for an owed decision once its interval has passed (or at once with `now`):
+  // whether the guest wants an interrupt. The owner calls it when it would otherwise leave the
+  // ring alone: a poll that publishes nothing, a flush between bursts, before it sleeps.
+  bool settle_interrupt_check(bool now);
 
   // Guest -> device notifications (kicks). Disabled while polling; enable before sleeping, then
   // call avail_count() once more, since the guest may have posted before it saw the change.
@@ -216,6 +233,13 @@ class SplitRing {
   bool event_idx_ = false;
   bool kicks_enabled_ = false;
   bool broken_ = false;
+  // Interrupt rechecks: the flag as last read, and since when (clock_) a decision is owed.
+  bool guest_suppressed_ = false;
+  bool owed_ = false;
+  uint64_t owed_since_ = 0;
+  uint64_t recheck_cycles_ = 0;
+  Clock clock_ = nullptr;
+  bool read_suppression_flag();
   bool guest_far() const { return (placement_from_ != nullptr ? placement_from_ : &probe_)->far(); }
   bool releases(LineRelease mode, bool waited_on_guest) const {
     return mode == LineRelease::kOn ||

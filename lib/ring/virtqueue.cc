@@ -68,6 +68,9 @@ bool VirtQueue::start(const Setup& setup) {
     }
     ring_.set_line_release(setup.line_release, setup.tsc_hz, setup.placement_from,
                            setup.buffer_release);
+    const SplitRing::Clock clock =
+        setup.clock != nullptr ? setup.clock : (kTscClock ? &tsc_clock : nullptr);
+    ring_.set_interrupt_recheck(setup.interrupt_recheck_us * setup.tsc_hz / 1000000, clock);
     reader_ =
         DescChainReader(setup.addrs.desc, setup.addrs.size, setup.memory, features_.indirect_desc);
     size = setup.addrs.size;
@@ -88,7 +91,9 @@ bool VirtQueue::start(const Setup& setup) {
 void VirtQueue::stop() {
   // Entries published but not yet notified would wait for the next burst after a restart, or
   // for ever: tell the guest now (the callfd is still the guest's while we are being stopped).
-  if ((ring_.attached() || packed_ring_.attached()) && notifier_.pending()) interrupt_guest();
+  // An owed decision is sent without reading the ring: a spurious interrupt costs the guest
+  // one look.
+  if ((ring_.attached() || packed_ring_.attached()) && notification_pending()) interrupt_guest();
   notifier_.reset();
   ring_.detach();
   packed_ring_.detach();

@@ -22,6 +22,7 @@
 #include "ring/queue_stats.h"
 #include "ring/sender_gate.h"
 #include "ring/split_ring.h"
+#include "ring/tsc_clock.h"
 
 namespace vqs {
 
@@ -59,8 +60,15 @@ class VirtQueue {
     // Guest RX queues: coalescing and refill threshold for complete_rx_burst(). Unset: notify
     // after every burst the guest wants it, no threshold.
     std::optional<NotifyPolicy> notify;
-    // Converts notify->coalesce_usecs and the placement probe's thresholds to TSC cycles.
+    // Converts notify->coalesce_usecs, interrupt_recheck_us and the placement probe's thresholds
+    // to TSC cycles.
     uint64_t tsc_hz = 0;
+    // Split rings without EVENT_IDX: how long a guest's "no interrupts" answer stands before it
+    // is read again (SplitRing::set_interrupt_recheck); 0: after every burst. Only for an owner
+    // that calls flush_notifications() between bursts and set_kicks_enabled(true) before it
+    // sleeps (interrupt_check_owed below). `clock`: nullptr for the TSC (tests give their own).
+    uint32_t interrupt_recheck_us = 0;
+    SplitRing::Clock clock = nullptr;
     // Split rings: when descriptor lines go back to the guest once read (line_release.h), and
     // for kAuto whose placement probe says where the guest is (nullptr: this ring's own).
     LineRelease line_release = LineRelease::kAuto;
@@ -110,11 +118,16 @@ class VirtQueue {
     return packed_ ? packed_ring_.used_token() : ring_.last_used_idx();
   }
   // Guest kicks (see SplitRing::set_kicks_enabled), for either format.
+  // Enabling them is what an owner does before it sleeps: an owed interrupt decision is settled
+  // first.
   void set_kicks_enabled(bool enabled) {
-    if (packed_)
+    if (packed_) {
       packed_ring_.set_kicks_enabled(enabled);
-    else
-      ring_.set_kicks_enabled(enabled);
+      return;
+    }
+    if (enabled && ring_.interrupt_check_owed() && ring_.settle_interrupt_check(true))
+      interrupt_guest();
+    ring_.set_kicks_enabled(enabled);
   }
   const NetFeatures& features() const { return features_; }
   QueueStats& stats() { return stats_; }
@@ -182,11 +195,18 @@ class VirtQueue {
   // Sends a deferred (coalesced) notification whose time has come. The owner of the queue calls
   // it between bursts, cheaply and often (every lcore loop iteration, or each tx burst), so that
   // a deferred notification is not stranded when traffic stops. Inside the queue's gate.
+  // An owed interrupt decision (Setup::interrupt_recheck_us) is settled here once due, at once
+  // with kFlushNow.
   void flush_notifications(uint64_t now_tsc) {
-    if (notifier_.pending() && notifier_.flush(now_tsc)) interrupt_guest();
+    bool send = notifier_.pending() && notifier_.flush(now_tsc);
+    if (interrupt_check_owed() && ring_.settle_interrupt_check(now_tsc == GuestNotifier::kFlushNow))
+      send = true;
+    if (send) interrupt_guest();
   }
   // Whether a flush could send anything (a caller may skip reading the TSC otherwise).
-  bool notification_pending() const { return notifier_.pending(); }
+  bool notification_pending() const { return notifier_.pending() || interrupt_check_owed(); }
+  // An interrupt decision was answered without reading the guest's flag and is not settled.
+  bool interrupt_check_owed() const { return !packed_ && ring_.interrupt_check_owed(); }
   // Whether bursts and flushes need the current TSC (coalesce_usecs set).
   bool notify_timed() const { return notifier_.timed(); }
   // The refill threshold in effect (0: none), resolved for the ring size at start().
@@ -197,8 +217,10 @@ class VirtQueue {
                            uint64_t now_tsc);
   void interrupt_guest();
   // Publishes what was staged since `used_before`; whether the guest asked to be interrupted.
+  // A burst that publishes nothing settles an owed decision that is due.
   bool publish_used(uint16_t used_before) {
-    if (used_token() == used_before) return false;
+    if (used_token() == used_before)
+      return interrupt_check_owed() && ring_.settle_interrupt_check(false);
     if (packed_) {
       packed_ring_.publish_used();
       return packed_ring_.guest_wants_interrupt();

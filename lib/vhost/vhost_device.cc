@@ -447,6 +447,7 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
     v.lending.fallback = options_.zero_copy_fallback;
   }
   setup.tsc_hz = rte_get_tsc_hz();
+  setup.interrupt_recheck_us = options_.interrupt_recheck_us;
   setup.line_release = options_.desc_release;
   if (is_guest_rx_vring(index)) {
     setup.notify = options_.notify;  // we enqueue, the policy applies

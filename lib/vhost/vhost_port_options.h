@@ -40,6 +40,10 @@ struct VhostPortOptions {
   // (its next writes there, the next packet's headers, then skip our copy; line_release.h). Auto
   // also asks that the guest send frames of its own, not forward ours (sender_gate.h).
   LineRelease buffer_release = LineRelease::kAuto;
+  // Split rings without EVENT_IDX: how long a guest's "no interrupts" stands before it is read
+  // again after a burst (SplitRing::set_interrupt_recheck); 0: after every burst. The owner must
+  // flush between bursts (the PMD: the application's tx bursts, as notify_coalesce).
+  uint32_t interrupt_recheck_us = 0;
   bool operator==(const VhostPortOptions&) const = default;
 };
 
@@ -59,6 +63,7 @@ constexpr OptionLimits kNotifyCoalesceUsecs{0, NotifyPolicy::kMaxCoalesceUsecs, 
 constexpr OptionLimits kRefillThreshold{0, NotifyPolicy::kMaxRefillThreshold,
                                         " (0: ring size / 2)"};
 constexpr OptionLimits kZeroCopyMinLen{64, 65535, " (bytes)"};
+constexpr OptionLimits kInterruptRecheckUs{0, 1000, " (microseconds; 0: after every burst)"};
 }  // namespace vhost_limits
 
 // desc_release's and buffer_release's words, as YAML and devargs take them: "auto", "on", "off".

@@ -280,6 +280,7 @@ void Loader::read_port(const Value& v) {
              "zerocopy_fallback",
              "desc_release",
              "buffer_release",
+             "interrupt_recheck_us",
              "tx_retries_max",
              "vlan",
              "device",
@@ -315,9 +316,10 @@ void Loader::read_port(const Value& v) {
       m.forbid(key, "only for ethdev ports");
     read_vhost(m, &port);
   } else {
-    for (const char* key : {"socket", "mode", "reconnect", "socket_mode", "socket_group", "tso",
-                            "notify_coalesce", "refill_threshold", "zerocopy", "zerocopy_min_len",
-                            "zerocopy_fallback", "desc_release", "buffer_release"})
+    for (const char* key :
+         {"socket", "mode", "reconnect", "socket_mode", "socket_group", "tso", "notify_coalesce",
+          "refill_threshold", "zerocopy", "zerocopy_min_len", "zerocopy_fallback", "desc_release",
+          "buffer_release", "interrupt_recheck_us"})
       m.forbid(key, "only for vhost ports");
     size_t ethdevs = std::count_if(config_.ports.begin(), config_.ports.end(),
                                    [](const auto& p) { return p.type == PortType::kEthdev; });
@@ -375,6 +377,7 @@ void Loader::read_vhost(const MapView& m, PortConfig* port) {
                        std::to_string(i) + "].socket)");
 
   VhostPortOptions& o = port->vhost;
+  o.interrupt_recheck_us = kDefaultInterruptRecheckUs;  // the PMD's default is 0
   if (const Value* v = m.find("mode")) o.client = read_choice(*v, {"server", "client"}) == 1;
   if (const Value* v = m.find("reconnect")) o.reconnect = read_bool(*v);
   o.access = read_socket_access(m, "socket_mode", "socket_group");
@@ -404,6 +407,9 @@ void Loader::read_vhost(const MapView& m, PortConfig* port) {
     o.desc_release = kModes[read_choice(*v, {"auto", "on", "off"})];
   if (const Value* v = m.find("buffer_release"))
     o.buffer_release = kModes[read_choice(*v, {"auto", "on", "off"})];
+  if (const Value* v = m.find("interrupt_recheck_us"))
+    o.interrupt_recheck_us =
+        static_cast<uint32_t>(read_within(*v, vhost_limits::kInterruptRecheckUs));
 
   const auto conflict = find_option_conflict(o, [&](const char* key) { return m.find(key); });
   if (!conflict) return;

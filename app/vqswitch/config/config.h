@@ -36,6 +36,12 @@ constexpr uint32_t kDefaultPacketWeight = 64;
 // visit long; 256 KiB kept a neighbour's latency below OVS-DPDK's at the flooder's full rate.
 constexpr uint32_t kDefaultByteWeight = 256 << 10;
 
+// interrupt_recheck_us when the config gives none (the PMD's devarg defaults to 0: it cannot
+// count on tx bursts to flush): how long a polling guest's "no interrupts" stands before it is
+// read again, from the sweep in docs/benchmarks.md ("Interrupt rechecks"); a guest that asks for
+// interrupts just after polling is woken up to this late, once.
+constexpr uint32_t kDefaultInterruptRecheckUs = 100;
+
 // Limits of a weight and of busy_poll_us, for the config file and vqswitchctl alike.
 constexpr uint32_t kMaxWeightPackets = 65536;
 constexpr uint32_t kMaxWeightBytes = 1u << 30;

@@ -418,7 +418,8 @@ std::string format_plan(const Config& config, const Plan& plan) {
         out << "off";
       out << ", tx retries " << port.tx_retries_max << ", desc release "
           << line_release_name(port.vhost.desc_release) << ", buffer release "
-          << line_release_name(port.vhost.buffer_release) << "\n";
+          << line_release_name(port.vhost.buffer_release) << ", interrupt recheck "
+          << port.vhost.interrupt_recheck_us << " us\n";
     } else {
       out << port.device;
       if (plan.port_nodes[p] != kAnyNode) out << " (node " << plan.port_nodes[p] << ")";

@@ -176,8 +176,10 @@ TxBufferSet::Output Switch::tx_output(const Port& port, uint16_t slot) const {
   out.shared = lcore_count > txqs || (port.is_guest() && lcore_count > 1);
   const PortConfig& pc = port_configs_[port.index()];
   out.retries_max = pc.tx_retries_max;
+  // Coalesced notifications and owed interrupt decisions are settled between bursts.
   out.housekeeping = pc.type == PortType::kVhost &&
-                     (pc.vhost.notify.coalesce_packets != 0 || pc.vhost.notify.coalesce_usecs != 0);
+                     (pc.vhost.notify.coalesce_packets != 0 ||
+                      pc.vhost.notify.coalesce_usecs != 0 || pc.vhost.interrupt_recheck_us != 0);
   return out;
 }
 

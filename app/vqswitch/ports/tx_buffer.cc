@@ -109,9 +109,12 @@ void TxBufferSet::send(Buffer& b) {
   counters.tx_bytes += bytes;
   if (out.shared) rte_spinlock_unlock(port->tx_lock(queue));
   if (sent < b.count) rte_pktmbuf_free_bulk(b.pkts + sent, b.count - sent);
-  if (out.housekeeping && sent > 0 && !b.deferred) {
-    b.deferred = true;
-    deferred_.push_back(static_cast<uint16_t>(&b - buffers_.data()));
+  if (out.housekeeping && sent > 0) {
+    b.sent_since_housekeeping = true;
+    if (!b.deferred) {
+      b.deferred = true;
+      deferred_.push_back(static_cast<uint16_t>(&b - buffers_.data()));
+    }
   }
   b.count = 0;
 }
@@ -176,6 +179,12 @@ void TxBufferSet::housekeeping(uint64_t now_tsc) {
   size_t kept = 0;
   for (const uint16_t index : deferred_) {
     Buffer& b = buffers_[index];
+    if (b.sent_since_housekeeping && now_tsc != GuestNotifier::kFlushNow) {
+      b.sent_since_housekeeping = false;
+      deferred_[kept++] = index;
+      continue;
+    }
+    b.sent_since_housekeeping = false;
     Port* const port = b.out.port;
     const uint16_t queue = port->tx_queue_in_use(b.out.queue);
     if (b.out.shared) rte_spinlock_lock(port->tx_lock(queue));

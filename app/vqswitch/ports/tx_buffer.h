@@ -89,17 +89,21 @@ class TxBufferSet {
   // -ENOTSUP: asked often, while a guest's lent buffers are held (LcoreLoop::reclaim_lent).
   Released reclaim_sent();
 
-  // Deferred per-queue work (coalesced guest notifications) of the outputs flushed since it was
-  // last done: a list, so the cost follows the outputs in use, not the guests configured.
+  // Deferred per-queue work (coalesced guest notifications, owed interrupt decisions) of the
+  // outputs flushed since it was last done: a list, so the cost follows the outputs in use, not
+  // the guests configured. An output sent to since the previous pass is left to its next burst,
+  // which settles what is due itself (each flush enters the guest's ring: a full fence); one
+  // that was not is flushed. GuestNotifier::kFlushNow flushes every one.
   void housekeeping(uint64_t now_tsc);
 
  private:
   struct Buffer {
     Output out;
     uint16_t count = 0;
-    bool listed = false;               // in pending_
-    bool deferred = false;             // in deferred_
-    bool cleanup_unsupported = false;  // the device answered tx_done_cleanup with -ENOTSUP
+    bool listed = false;                   // in pending_
+    bool deferred = false;                 // in deferred_
+    bool sent_since_housekeeping = false;  // since the previous housekeeping pass
+    bool cleanup_unsupported = false;      // the device answered tx_done_cleanup with -ENOTSUP
     rte_mbuf* pkts[kMaxBurst];
   };
   void flush_port(uint16_t port);

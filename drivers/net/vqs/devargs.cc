@@ -14,8 +14,8 @@ namespace {
 
 constexpr const char* kValidKeys =
     "iface, queues, client, reconnect, tso, notify_coalesce_packets, notify_coalesce_usecs, "
-    "refill_threshold, zerocopy, zerocopy_min_len, desc_release, buffer_release, socket_mode, "
-    "socket_group";
+    "refill_threshold, zerocopy, zerocopy_min_len, desc_release, buffer_release, "
+    "interrupt_recheck_us, socket_mode, socket_group";
 
 bool parse_uint(const char* text, uint64_t max, uint64_t* out) {
   if (text == nullptr || *text == '\0' || *text == '-' || *text == '+') return false;
@@ -98,6 +98,10 @@ std::optional<VhostDeviceOptions> parse_devargs(const char* args, std::string* e
       const auto mode = parse_line_release(value ? value : "");
       if (!mode) return bad("must be auto, on or off");
       (key == "desc_release" ? options.desc_release : options.buffer_release) = *mode;
+    } else if (key == "interrupt_recheck_us") {
+      if (!number(vhost_limits::kInterruptRecheckUs))
+        return out_of(vhost_limits::kInterruptRecheckUs);
+      options.interrupt_recheck_us = static_cast<uint32_t>(n);
     } else if (key == "socket_mode") {
       std::string why;
       options.access.mode = parse_socket_mode(value ? value : "", &why);

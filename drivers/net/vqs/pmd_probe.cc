@@ -146,7 +146,7 @@ RTE_PMD_REGISTER_PARAM_STRING(
     "tso=<0|1> notify_coalesce_packets=<0..1024> "
     "notify_coalesce_usecs=<0..1000000> refill_threshold=<0..32768> "
     "zerocopy=<0|1> zerocopy_min_len=<64..65535> desc_release=<auto|on|off> "
-    "buffer_release=<auto|on|off> "
+    "buffer_release=<auto|on|off> interrupt_recheck_us=<0..1000> "
     "socket_mode=<octal, e.g. 0660> socket_group=<name|gid>");
 RTE_INIT(vqs_pmd_log_init) {
   const int type = rte_log_register_type_and_pick_level("pmd.net.vqs", RTE_LOG_NOTICE);

@@ -62,6 +62,9 @@ struct alignas(64) QueueStats {
   // Of guest_notifications: sent only because the guest's posted buffers fell below the refill
   // threshold (despite its suppression, or before coalescing would have sent them).
   uint64_t guest_notifications_refill = 0;
+  // Interrupt decisions owed under interrupt_recheck_us that found the guest asking for
+  // interrupts: it was told up to the interval late (a spurious one at stop() is not counted).
+  uint64_t guest_notifications_late = 0;
   // Guest RX chains that failed validation, consumed with used.len = 0: not packet drops (the
   // packet went on to the next chain), but the guest lost a buffer.
   uint64_t invalid_rx_chains = 0;
@@ -127,6 +130,7 @@ inline constexpr QueueCounter kQueueCounters[] = {
     {"guest_notifications", &QueueStats::guest_notifications},
     {"guest_notifications_coalesced", &QueueStats::guest_notifications_coalesced},
     {"guest_notifications_refill", &QueueStats::guest_notifications_refill},
+    {"guest_notifications_late", &QueueStats::guest_notifications_late},
     {"ring_broken", &QueueStats::ring_broken},
     {"zerocopy_packets", &QueueStats::zero_copy_packets},
     {"zerocopy_copied", &QueueStats::zero_copy_copied},

@@ -125,8 +125,10 @@ class VirtQueue {
       packed_ring_.set_kicks_enabled(enabled);
       return;
     }
-    if (enabled && ring_.interrupt_check_owed() && ring_.settle_interrupt_check(true))
+    if (enabled && ring_.interrupt_check_owed() && ring_.settle_interrupt_check(true)) {
+      ++stats_.guest_notifications_late;
       interrupt_guest();
+    }
     ring_.set_kicks_enabled(enabled);
   }
   const NetFeatures& features() const { return features_; }
@@ -199,8 +201,11 @@ class VirtQueue {
   // with kFlushNow.
   void flush_notifications(uint64_t now_tsc) {
     bool send = notifier_.pending() && notifier_.flush(now_tsc);
-    if (interrupt_check_owed() && ring_.settle_interrupt_check(now_tsc == GuestNotifier::kFlushNow))
+    if (interrupt_check_owed() &&
+        ring_.settle_interrupt_check(now_tsc == GuestNotifier::kFlushNow)) {
+      ++stats_.guest_notifications_late;
       send = true;
+    }
     if (send) interrupt_guest();
   }
   // Whether a flush could send anything (a caller may skip reading the TSC otherwise).
@@ -219,14 +224,21 @@ class VirtQueue {
   // Publishes what was staged since `used_before`; whether the guest asked to be interrupted.
   // A burst that publishes nothing settles an owed decision that is due.
   bool publish_used(uint16_t used_before) {
-    if (used_token() == used_before)
-      return interrupt_check_owed() && ring_.settle_interrupt_check(false);
+    if (used_token() == used_before) return settle_if_due();
     if (packed_) {
       packed_ring_.publish_used();
       return packed_ring_.guest_wants_interrupt();
     }
+    const bool owed = ring_.interrupt_check_owed();
     ring_.publish_used();
-    return ring_.guest_wants_interrupt();
+    const bool wanted = ring_.guest_wants_interrupt();
+    if (wanted && owed) ++stats_.guest_notifications_late;  // this decision settled it
+    return wanted;
+  }
+  bool settle_if_due() {
+    if (!interrupt_check_owed() || !ring_.settle_interrupt_check(false)) return false;
+    ++stats_.guest_notifications_late;
+    return true;
   }
 
   bool packed_ = false;

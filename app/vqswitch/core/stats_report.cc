@@ -84,9 +84,11 @@ void StatsReport::print_totals(std::FILE* out) const {
                  port.name().c_str(), t.rx_packets, t.rx_bytes, t.tx_packets, t.tx_bytes,
                  t.tx_retries, t.total_drops(), drop_list(t, nullptr).c_str());
     if (port.is_guest()) {
-      std::fprintf(out, "  %-17s guest notifications %lu (coalesced %lu, forced by refill %lu)\n",
+      std::fprintf(out,
+                   "  %-17s guest notifications %lu (coalesced %lu, forced by refill %lu, late "
+                   "%lu)\n",
                    "", t.guest.guest_notifications, t.guest.guest_notifications_coalesced,
-                   t.guest.guest_notifications_refill);
+                   t.guest.guest_notifications_refill, t.guest.guest_notifications_late);
     }
   }
   for (const auto& loop : switch_.lcores()) {

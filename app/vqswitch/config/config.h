@@ -39,7 +39,7 @@ constexpr uint32_t kDefaultByteWeight = 256 << 10;
 // interrupt_recheck_us when the config gives none (the PMD's devarg defaults to 0: it cannot
 // count on tx bursts to flush): how long a polling guest's "no interrupts" stands before it is
 // read again, from the sweep in docs/benchmarks.md ("Interrupt rechecks"); a guest that asks for
-// interrupts just after polling is woken up to this late, once.
+// interrupts within that long of our last read is woken up to this late, once.
 constexpr uint32_t kDefaultInterruptRecheckUs = 100;
 
 // Limits of a weight and of busy_poll_us, for the config file and vqswitchctl alike.

@@ -109,7 +109,9 @@ void TxBufferSet::send(Buffer& b) {
   counters.tx_bytes += bytes;
   if (out.shared) rte_spinlock_unlock(port->tx_lock(queue));
   if (sent < b.count) rte_pktmbuf_free_bulk(b.pkts + sent, b.count - sent);
-  if (out.housekeeping && sent > 0) {
+  // Even a burst that delivered nothing may have published used entries (invalid guest RX
+  // chains) and owe an interrupt decision.
+  if (out.housekeeping) {
     b.sent_since_housekeeping = true;
     if (!b.deferred) {
       b.deferred = true;

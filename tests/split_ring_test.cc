@@ -134,17 +134,26 @@ bool publish_and_decide(SplitRing& ring) {
   ring.publish_used();
   return ring.guest_wants_interrupt();
 }
-}  // namespace
-
-TEST_CASE("interrupt rechecks: a guest's 'no interrupts' stands for the interval, then is read") {
+// A guest that polls (kVringAvailFNoInterrupt) behind a ring with a 100-cycle recheck interval,
+// whose first decision read the flag at fake_now 1000.
+struct PollingGuestRing {
   SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};
   SimGuest guest{mem, 64, 0};
   SplitRing ring = attach(guest);
-  fake_now = 1000;
-  ring.set_interrupt_recheck(100, &fake_clock);
-  guest.set_avail_flags(kVringAvailFNoInterrupt);
-  CHECK_FALSE(publish_and_decide(ring));  // read: suppressed
-  CHECK_FALSE(ring.interrupt_check_owed());
+  PollingGuestRing() {
+    fake_now = 1000;
+    ring.set_interrupt_recheck(100, &fake_clock);
+    guest.set_avail_flags(kVringAvailFNoInterrupt);
+    CHECK_FALSE(publish_and_decide(ring));  // read: suppressed
+    CHECK_FALSE(ring.interrupt_check_owed());
+  }
+};
+}  // namespace
+
+TEST_CASE("interrupt rechecks: a guest's 'no interrupts' stands for the interval, then is read") {
+  PollingGuestRing polling;
+  SimGuest& guest = polling.guest;
+  SplitRing& ring = polling.ring;
   // The guest enables interrupts; within the interval the answer stands, owed.
   guest.set_avail_flags(0);
   CHECK_FALSE(publish_and_decide(ring));
@@ -184,13 +193,9 @@ TEST_CASE("interrupt rechecks: a guest's 'no interrupts' stands for the interval
 }
 
 TEST_CASE("interrupt rechecks: timed from the read, so the first decision after a pause reads") {
-  SimMemory mem{{1 << 20, 1 << 20, 1 << 20}};
-  SimGuest guest{mem, 64, 0};
-  SplitRing ring = attach(guest);
-  fake_now = 1000;
-  ring.set_interrupt_recheck(100, &fake_clock);
-  guest.set_avail_flags(kVringAvailFNoInterrupt);
-  CHECK_FALSE(publish_and_decide(ring));  // read at 1000: suppressed
+  PollingGuestRing polling;  // read at 1000: suppressed
+  SimGuest& guest = polling.guest;
+  SplitRing& ring = polling.ring;
   // The guest went idle, then asked for interrupts; our next decision comes after the interval.
   guest.set_avail_flags(0);
   fake_now += 5000;

@@ -125,10 +125,7 @@ class VirtQueue {
       packed_ring_.set_kicks_enabled(enabled);
       return;
     }
-    if (enabled && ring_.interrupt_check_owed() && ring_.settle_interrupt_check(true)) {
-      ++stats_.guest_notifications_late;
-      interrupt_guest();
-    }
+    if (enabled && settle_owed(true)) interrupt_guest();
     ring_.set_kicks_enabled(enabled);
   }
   const NetFeatures& features() const { return features_; }
@@ -200,13 +197,9 @@ class VirtQueue {
   // An owed interrupt decision (Setup::interrupt_recheck_us) is settled here once due, at once
   // with kFlushNow.
   void flush_notifications(uint64_t now_tsc) {
-    bool send = notifier_.pending() && notifier_.flush(now_tsc);
-    if (interrupt_check_owed() &&
-        ring_.settle_interrupt_check(now_tsc == GuestNotifier::kFlushNow)) {
-      ++stats_.guest_notifications_late;
-      send = true;
-    }
-    if (send) interrupt_guest();
+    const bool flushed = notifier_.pending() && notifier_.flush(now_tsc);
+    const bool settled = settle_owed(now_tsc == GuestNotifier::kFlushNow);
+    if (flushed || settled) interrupt_guest();
   }
   // Whether a flush could send anything (a caller may skip reading the TSC otherwise).
   bool notification_pending() const { return notifier_.pending() || interrupt_check_owed(); }
@@ -224,7 +217,7 @@ class VirtQueue {
   // Publishes what was staged since `used_before`; whether the guest asked to be interrupted.
   // A burst that publishes nothing settles an owed decision that is due.
   bool publish_used(uint16_t used_before) {
-    if (used_token() == used_before) return settle_if_due();
+    if (used_token() == used_before) return settle_owed(false);
     if (packed_) {
       packed_ring_.publish_used();
       return packed_ring_.guest_wants_interrupt();
@@ -235,8 +228,10 @@ class VirtQueue {
     if (wanted && owed) ++stats_.guest_notifications_late;  // this decision settled it
     return wanted;
   }
-  bool settle_if_due() {
-    if (!interrupt_check_owed() || !ring_.settle_interrupt_check(false)) return false;
+  // Settles an owed interrupt decision once due (at once with `now`): whether the guest asked
+  // for the interrupt it was owed, counted late.
+  bool settle_owed(bool now) {
+    if (packed_ || !ring_.settle_interrupt_check(now)) return false;
     ++stats_.guest_notifications_late;
     return true;
   }

@@ -242,6 +242,59 @@ TEST_CASE(
   }
 }
 
+// Frames to the guest, then from it out of the very buffers it received them in: as received
+// but for the MAC addresses swapped (testpmd's macswap), or with frames of its own written there,
+// replies from the receiver's address (a VM-to-VM guest whose pool hands the freed RX mbuf out
+// again for TX).
+void receive_and_send_back(Device& dev, bool own_frames, uint32_t* seed) {
+  std::vector<rte_mbuf*> pkts;
+  for (int i = 0; i < 32; ++i) pkts.push_back(make_mbuf(make_frame(60, ++*seed)));
+  post_rx_for(dev.rx, 32);
+  REQUIRE(dev.enqueue(pkts) == 32);
+  for (SimPacket& p : dev.rx.receive()) {
+    REQUIRE(p.gpa != 0);
+    if (own_frames) {  // a reply: its own addresses first
+      p.data = make_frame(60, ++*seed);
+      for (int b = 0; b < 4; ++b) std::swap(p.data[26 + b], p.data[30 + b]);
+    } else {
+      for (int b = 0; b < 6; ++b) std::swap(p.data[b], p.data[6 + b]);
+    }
+    TxLayout at_buffer;
+    at_buffer.at_gpa = p.gpa;
+    dev.tx.send(p, at_buffer);
+  }
+  REQUIRE(dev.dequeue().size() == 32);
+  REQUIRE(dev.tx.take_used().size() == 32);
+  dev.free_all();
+}
+
+TEST_CASE("the sender gate: a guest receiving as much as it sends, told apart by its frames",
+          "[split]") {
+  Device dev(kModernFeatures | bit(kNetFMrgRxbuf), 1024);
+  VirtQueue::Setup tx_setup = dev.tx.setup();
+  tx_setup.pair_rx_stats = &dev.rxq.stats();
+  tx_setup.pair_rx_sample = &dev.rxq.forward_sample();
+  dev.txq.stop();
+  REQUIRE(dev.txq.start(tx_setup));
+  const int kBursts = static_cast<int>(2 * SenderGate::kWindow / 32);  // two windows' worth
+  uint32_t seed = 0;
+  SECTION("a forwarder") {
+    for (int burst = 0; burst < kBursts; ++burst) receive_and_send_back(dev, false, &seed);
+    CHECK_FALSE(dev.txq.sender_gate().sends_own());
+  }
+  SECTION("a guest writing its own frames into the buffers it received in") {
+    for (int burst = 0; burst < kBursts; ++burst) receive_and_send_back(dev, true, &seed);
+    CHECK(dev.txq.sender_gate().sends_own());
+  }
+  SECTION("without the RX ring's samples, both look like forwarders") {
+    tx_setup.pair_rx_sample = nullptr;
+    dev.txq.stop();
+    REQUIRE(dev.txq.start(tx_setup));
+    for (int burst = 0; burst < kBursts; ++burst) receive_and_send_back(dev, true, &seed);
+    CHECK_FALSE(dev.txq.sender_gate().sends_own());
+  }
+}
+
 TEST_CASE("the sender gate's verdict on either ring format: a forwarder, then a sender") {
   Device dev(kModernFeatures | bit(kNetFMrgRxbuf));
   VirtQueue::Setup tx_setup = dev.tx.setup();

@@ -3,6 +3,7 @@
 #include "ring/sender_gate.h"
 
 #include <catch2/catch.hpp>
+#include <cstring>
 
 using namespace vqs;
 
@@ -16,7 +17,7 @@ TEST_CASE("sender gate: no verdict before a window, then by what the pair's RX r
   uint64_t received = 1000;  // counters that ran before this session
   uint64_t sent = 5000;
   SenderGate gate;
-  gate.start(&received, sent);
+  gate.start(&received, nullptr, sent);
   CHECK_FALSE(gate.sends_own());
 
   sent += kWindow - 1;  // one packet short of a window: no verdict yet
@@ -51,16 +52,94 @@ TEST_CASE("sender gate: no verdict before a window, then by what the pair's RX r
 
 TEST_CASE("sender gate: a guest without an RX ring to count sends its own; a restart forgets") {
   SenderGate gate;
-  gate.start(nullptr, 0);
+  gate.start(nullptr, nullptr, 0);
   gate.update(kWindow / 2);
   CHECK_FALSE(gate.sends_own());
   gate.update(kWindow);
   CHECK(gate.sends_own());
 
   uint64_t received = 0;
-  gate.start(&received, kWindow);  // the ring restarted: no verdict until its first window
+  gate.start(&received, nullptr, kWindow);  // the ring restarted: no verdict until its first window
   CHECK_FALSE(gate.sends_own());
   received = 3 * kWindow;  // a burst of received frames, all in the next window
   gate.update(2 * kWindow);
   CHECK_FALSE(gate.sends_own());
+}
+
+namespace {
+
+// A 64-byte frame whose bytes from ForwardSample::kFrom on start with `tag`.
+struct Frame {
+  uint8_t bytes[64] = {};
+  explicit Frame(uint8_t tag) { std::memset(bytes + ForwardSample::kFrom, tag, 16); }
+};
+
+}  // namespace
+
+TEST_CASE("sender gate: a guest receiving as much as it sends, told apart by its frames' bytes") {
+  uint64_t received = 0;
+  uint64_t sent = 0;
+  ForwardSample sample;
+  SenderGate gate;
+  gate.start(&received, &sample, sent);
+  CHECK(gate.watched() == nullptr);
+  uint8_t buffer[64] = {};  // a guest RX buffer, as we map it
+  const Frame ours(0x11);
+  const Frame its_own(0x22);
+
+  // Nothing recorded until kEvery packets were received; then one frame.
+  CHECK_FALSE(sample.due(ForwardSample::kEvery - 1));
+  REQUIRE(sample.due(ForwardSample::kEvery));
+  sample.record(buffer, ours.bytes + ForwardSample::kFrom, ForwardSample::kEvery);
+  CHECK_FALSE(sample.due(2 * ForwardSample::kEvery - 1));
+  CHECK(gate.watched() == buffer);
+
+  SECTION("it sends the frame back as we wrote it: a forwarder") {
+    gate.vote(buffer, ours.bytes, 64);
+    CHECK(gate.watched() == nullptr);  // taken
+    sent += SenderGate::kWindow;
+    received += SenderGate::kWindow;
+    gate.update(sent);
+    CHECK_FALSE(gate.sends_own());
+  }
+  SECTION("it wrote a frame of its own into the buffer: a sender, and it stays one") {
+    gate.vote(buffer, its_own.bytes, 64);
+    sent += SenderGate::kWindow;
+    received += SenderGate::kWindow;
+    gate.update(sent);
+    CHECK(gate.sends_own());
+    // A window without a vote keeps the verdict; a forwarded frame's vote turns it.
+    sent += SenderGate::kWindow;
+    received += SenderGate::kWindow;
+    gate.update(sent);
+    CHECK(gate.sends_own());
+    sample.record(buffer, ours.bytes + ForwardSample::kFrom, 2 * ForwardSample::kEvery);
+    gate.vote(buffer, ours.bytes, 64);
+    sent += SenderGate::kWindow;
+    received += SenderGate::kWindow;
+    gate.update(sent);
+    CHECK_FALSE(gate.sends_own());
+  }
+  SECTION("a frame too short to compare is no vote, and leaves the sample") {
+    gate.vote(buffer, its_own.bytes, ForwardSample::kFrom + ForwardSample::kLen - 1);
+    CHECK(gate.watched() == buffer);
+    sent += SenderGate::kWindow;
+    received += SenderGate::kWindow;
+    gate.update(sent);
+    CHECK_FALSE(gate.sends_own());
+  }
+  SECTION("a sample replaced before the vote is left in place") {
+    uint8_t other[64] = {};
+    sample.record(other, its_own.bytes + ForwardSample::kFrom, 2 * ForwardSample::kEvery);
+    CHECK_FALSE(sample.take(buffer, ours.bytes + ForwardSample::kFrom));
+    CHECK(gate.watched() == other);
+  }
+  SECTION("a restart forgets the votes") {
+    gate.vote(buffer, its_own.bytes, 64);
+    gate.start(&received, &sample, sent);
+    sent += SenderGate::kWindow;
+    received += SenderGate::kWindow;
+    gate.update(sent);
+    CHECK_FALSE(gate.sends_own());
+  }
 }

@@ -279,7 +279,9 @@ uint16_t SimGuest::send(const SimPacket& packet, const TxLayout& layout, bool pu
   };
   if (layout.separate_header) add(memory_.alloc(hdr_size_), hdr_size_);
   const uint32_t rest = static_cast<uint32_t>(bytes.size()) - off;
-  if (layout.cross_region && rest >= 2) {
+  if (layout.at_gpa != 0) {
+    add(layout.at_gpa, rest);
+  } else if (layout.cross_region && rest >= 2) {
     add(memory_.alloc_across_boundary(rest, rest / 2), rest);
   } else if (rest > 0) {
     const uint32_t pieces = std::max<uint32_t>(1, std::min(layout.data_pieces, rest));
@@ -396,9 +398,11 @@ std::vector<SimPacket> SimGuest::receive() {
   const bool mrg = (features_ >> kNetFMrgRxbuf) & 1;
   for (size_t i = 0; i < used.size();) {
     std::vector<uint8_t> bytes;
+    uint64_t first_gpa = 0;
     auto append = [&](const VringUsedElem& e) {
       auto it = rx_bufs_.find(static_cast<uint16_t>(e.id));
       check(it != rx_bufs_.end(), "used id is not a posted RX chain");
+      if (first_gpa == 0) first_gpa = it->second.front().first;
       uint32_t left = e.len;
       for (const auto& [gpa, n] : it->second) {
         const uint32_t k = std::min(left, n);
@@ -418,6 +422,7 @@ std::vector<SimPacket> SimGuest::receive() {
     check(buffers >= 1 && i + buffers <= used.size(), "num_buffers beyond used entries");
     for (uint16_t b = 1; b < buffers; ++b) append(used[i + b]);
     p.buffers = buffers;
+    p.gpa = first_gpa;
     p.data.assign(bytes.begin() + hdr_size_, bytes.end());
     packets.push_back(std::move(p));
     i += buffers;

@@ -55,6 +55,7 @@ struct SimPacket {
   VirtioNetHdrMrgRxbuf hdr{};
   std::vector<uint8_t> data;
   uint16_t buffers = 1;  // used entries the packet took (guest RX)
+  uint64_t gpa = 0;      // guest RX: where its first buffer starts (its header)
 };
 
 // How a TX chain is laid out in descriptors.
@@ -63,6 +64,8 @@ struct TxLayout {
   uint32_t data_pieces = 1;      // data split over this many descriptors
   bool indirect = false;         // chain in an indirect table
   bool cross_region = false;     // the (header and) data buffer crosses the region 0/1 boundary
+  uint64_t at_gpa = 0;           // else: header and data in one descriptor here (a received
+                                 // packet's buffer, sent on as a forwarder does)
 };
 
 // With VIRTIO_F_RING_PACKED in its features, a packed driver (virtio 1.1, 2.8): chains made

@@ -242,6 +242,8 @@ BurstResult dequeue_burst_on(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts,
   // A burst that empties the ring waits on the guest: if it is far, the heads of the packets
   // copied go back, so that its next writes of headers there need not take them from us.
   const bool release_heads = burst.releases_buffer_lines(takes_all);
+  // A frame we wrote into the queue pair's RX ring, looked out for (sender_gate.h).
+  const uint8_t* const watched = vq.sender_gate().watched();
   uint16_t consumed = 0;   // chains taken from the ring
   uint16_t out = 0;        // packets delivered in pkts[]
   uint16_t allocated = 0;  // pkts[out, allocated) are fresh mbufs not yet used
@@ -265,6 +267,8 @@ BurstResult dequeue_burst_on(VirtQueue& vq, rte_mempool* pool, rte_mbuf** pkts,
       burst.put_sent(head);
       ++consumed;
       if (dropped) continue;
+      if (single + hdr_size == watched) [[unlikely]]
+        vq.sender_gate().vote(watched, rte_pktmbuf_mtod(m, const uint8_t*), pkt_len);
       if (zero_copy != nullptr) ++stats.zero_copy_copied;
     } else {
       const ChainOutcome outcome =

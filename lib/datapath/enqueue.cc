@@ -317,6 +317,8 @@ BurstResult enqueue_burst_on(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t coun
                                 RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_UDP_SEG |
                                 (features.guest_csum ? RTE_MBUF_F_RX_L4_CKSUM_MASK : 0);
   DeferredCopies<Burst> copies(vq, burst, log, hdr_size);
+  // Now and then a frame is recorded for the queue pair's sender gate (sender_gate.h).
+  bool sample_due = vq.forward_sample().due(packets_before);
   for (; consumed < count; ++consumed) {
     const rte_mbuf* m = pkts[consumed];
     if (consumed + 1 < count) rte_prefetch0(rte_pktmbuf_mtod(pkts[consumed + 1], const void*));
@@ -331,6 +333,12 @@ BurstResult enqueue_burst_on(VirtQueue& vq, rte_mbuf* const* pkts, uint16_t coun
       if (buf != nullptr && buf_len >= hdr_size + len) {
         write_plain_header(buf, hdr_size);
         copies.add(id, buf, m, len);
+        if (sample_due && m->data_len >= ForwardSample::kFrom + ForwardSample::kLen) [[unlikely]] {
+          vq.forward_sample().record(buf + hdr_size,
+                                     rte_pktmbuf_mtod(m, const uint8_t*) + ForwardSample::kFrom,
+                                     packets_before);
+          sample_due = false;
+        }
         ++pos;
         result.bytes += len;
         uint8_t dst_copy[RTE_ETHER_ADDR_LEN];

@@ -76,7 +76,7 @@ bool VirtQueue::start(const Setup& setup) {
     size = setup.addrs.size;
   }
   sender_gate_.start(setup.pair_rx_stats != nullptr ? &setup.pair_rx_stats->packets : nullptr,
-                     stats_.packets);
+                     setup.pair_rx_sample, stats_.packets);
   memory_ = setup.memory;
   log_ = setup.dirty_log;
   callfd_ = setup.callfd;
@@ -97,7 +97,7 @@ void VirtQueue::stop() {
   notifier_.reset();
   ring_.detach();
   packed_ring_.detach();
-  sender_gate_.start(nullptr, 0);  // no verdict for a stopped ring
+  sender_gate_.start(nullptr, nullptr, 0);  // no verdict for a stopped ring
   log_ = nullptr;
   callfd_ = -1;
 }

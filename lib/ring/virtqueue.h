@@ -74,10 +74,11 @@ class VirtQueue {
     LineRelease line_release = LineRelease::kAuto;
     const PlacementProbe* placement_from = nullptr;
     // Guest TX split rings: when the heads of packets copied out go back (line_release.h), and
-    // for kAuto the counters of the queue pair's RX ring, which tell a forwarding guest apart
-    // (sender_gate.h; nullptr: the guest only sends).
+    // for kAuto the counters and the ForwardSample of the queue pair's RX ring, which tell a
+    // forwarding guest apart (sender_gate.h; nullptr: the guest only sends).
     LineRelease buffer_release = LineRelease::kOff;
     const QueueStats* pair_rx_stats = nullptr;
+    ForwardSample* pair_rx_sample = nullptr;
     // Live migration: while the frontend logs dirty pages, where our writes are reported (the
     // used ring, and receive buffers through log_written()). nullptr: not logging.
     DirtyLog* dirty_log = nullptr;
@@ -135,6 +136,8 @@ class VirtQueue {
   // renewed by each burst's update().
   SenderGate& sender_gate() { return sender_gate_; }
   const SenderGate& sender_gate() const { return sender_gate_; }
+  // Guest RX: a frame written now and then, for the queue pair's sender gate to look out for.
+  ForwardSample& forward_sample() { return forward_sample_; }
   IoVecList& iov_scratch() { return iov_; }
 
   // Live migration: the log our writes go to, nullptr while the frontend does not log. Read once
@@ -250,6 +253,7 @@ class VirtQueue {
   GuestNotifier notifier_;
   QueueStats stats_;
   SenderGate sender_gate_;
+  ForwardSample forward_sample_;
   IoVecList iov_;
 };
 

@@ -460,6 +460,7 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
     setup.buffer_release = options_.buffer_release;
     // What the guest received on this queue pair tells a forwarder apart (sender_gate.h).
     setup.pair_rx_stats = &vrings_[index - 1].queue.stats();
+    setup.pair_rx_sample = &vrings_[index - 1].queue.forward_sample();
   }
   if (!v.queue.start(setup)) {
     VQS_LOG(ERR, "%s: vring %u: unusable ring (size %u)", path().c_str(), index, vr.size);

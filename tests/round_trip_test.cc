@@ -274,24 +274,46 @@ TEST_CASE("the sender gate: a guest receiving as much as it sends, told apart by
   VirtQueue::Setup tx_setup = dev.tx.setup();
   tx_setup.pair_rx_stats = &dev.rxq.stats();
   tx_setup.pair_rx_sample = &dev.rxq.forward_sample();
+  tx_setup.buffer_release = LineRelease::kAuto;  // where the verdict is used
   dev.txq.stop();
   REQUIRE(dev.txq.start(tx_setup));
   const int kBursts = static_cast<int>(2 * SenderGate::kWindow / 32);  // two windows' worth
+  // A sample at each kEvery received, the first after kEvery: none at the very end.
+  const uint64_t kSamples = 2 * SenderGate::kWindow / ForwardSample::kEvery - 1;
   uint32_t seed = 0;
   SECTION("a forwarder") {
     for (int burst = 0; burst < kBursts; ++burst) receive_and_send_back(dev, false, &seed);
+    CHECK(dev.txq.sender_gate().votes() == kSamples);  // each sample came back and voted
     CHECK_FALSE(dev.txq.sender_gate().sends_own());
   }
   SECTION("a guest writing its own frames into the buffers it received in") {
     for (int burst = 0; burst < kBursts; ++burst) receive_and_send_back(dev, true, &seed);
+    CHECK(dev.txq.sender_gate().votes() == kSamples);
     CHECK(dev.txq.sender_gate().sends_own());
   }
-  SECTION("without the RX ring's samples, both look like forwarders") {
-    tx_setup.pair_rx_sample = nullptr;
+  SECTION("without the RX ring's samples, or with buffer_release not auto, both look alike") {
+    const bool no_samples = GENERATE(true, false);
+    if (no_samples)
+      tx_setup.pair_rx_sample = nullptr;
+    else
+      tx_setup.buffer_release = LineRelease::kOn;
     dev.txq.stop();
     REQUIRE(dev.txq.start(tx_setup));
     for (int burst = 0; burst < kBursts; ++burst) receive_and_send_back(dev, true, &seed);
+    CHECK(dev.txq.sender_gate().votes() == 0);
     CHECK_FALSE(dev.txq.sender_gate().sends_own());
+  }
+  SECTION("the RX ring restarted: its sample from before is gone") {
+    for (int burst = 0; burst < 64; ++burst) receive_and_send_back(dev, true, &seed);
+    // 2048 packets in: one more burst records a sample; the guest does not send it back.
+    std::vector<rte_mbuf*> pkts;
+    for (int i = 0; i < 32; ++i) pkts.push_back(make_mbuf(make_frame(60, ++seed)));
+    post_rx_for(dev.rx, 32);
+    REQUIRE(dev.enqueue(pkts) == 32);
+    REQUIRE(dev.rxq.forward_sample().watched() != nullptr);
+    dev.rxq.stop();
+    CHECK(dev.rxq.forward_sample().watched() == nullptr);
+    dev.rx.receive();
   }
 }
 

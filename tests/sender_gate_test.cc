@@ -97,6 +97,9 @@ TEST_CASE("sender gate: a guest receiving as much as it sends, told apart by its
   SECTION("it sends the frame back as we wrote it: a forwarder") {
     gate.vote(buffer, ours.bytes, 64);
     CHECK(gate.watched() == nullptr);  // taken
+    CHECK(gate.votes() == 1);
+    gate.vote(buffer, ours.bytes, 64);  // the buffer again in the same burst: no second vote
+    CHECK(gate.votes() == 1);
     sent += SenderGate::kWindow;
     received += SenderGate::kWindow;
     gate.update(sent);
@@ -120,6 +123,19 @@ TEST_CASE("sender gate: a guest receiving as much as it sends, told apart by its
     gate.update(sent);
     CHECK_FALSE(gate.sends_own());
   }
+  SECTION("votes expire after kVoteWindows windows without one") {
+    gate.vote(buffer, its_own.bytes, 64);
+    for (uint32_t w = 0; w < SenderGate::kVoteWindows; ++w) {
+      sent += SenderGate::kWindow;
+      received += SenderGate::kWindow;
+      gate.update(sent);
+      CHECK(gate.sends_own());
+    }
+    sent += SenderGate::kWindow;
+    received += SenderGate::kWindow;
+    gate.update(sent);
+    CHECK_FALSE(gate.sends_own());  // the counts decide again
+  }
   SECTION("a frame too short to compare is no vote, and leaves the sample") {
     gate.vote(buffer, its_own.bytes, ForwardSample::kFrom + ForwardSample::kLen - 1);
     CHECK(gate.watched() == buffer);
@@ -128,11 +144,19 @@ TEST_CASE("sender gate: a guest receiving as much as it sends, told apart by its
     gate.update(sent);
     CHECK_FALSE(gate.sends_own());
   }
-  SECTION("a sample replaced before the vote is left in place") {
+  SECTION("a sample replaced before the vote is left in place, and no vote is cast") {
     uint8_t other[64] = {};
     sample.record(other, its_own.bytes + ForwardSample::kFrom, 2 * ForwardSample::kEvery);
-    CHECK_FALSE(sample.take(buffer, ours.bytes + ForwardSample::kFrom));
+    CHECK(sample.take(buffer, ours.bytes + ForwardSample::kFrom) == ForwardSample::Vote::kNone);
     CHECK(gate.watched() == other);
+    gate.vote(buffer, its_own.bytes, 64);
+    CHECK(gate.votes() == 0);
+  }
+  SECTION("a ring restarted forgets its sample") {
+    sample.reset(5 * ForwardSample::kEvery);
+    CHECK(gate.watched() == nullptr);
+    CHECK_FALSE(sample.due(6 * ForwardSample::kEvery - 1));
+    CHECK(sample.due(6 * ForwardSample::kEvery));
   }
   SECTION("a restart forgets the votes") {
     gate.vote(buffer, its_own.bytes, 64);

@@ -9,12 +9,13 @@
 //
 // Two signs, renewed every kWindow packets sent. The queue pair's RX ring was given less than a
 // quarter as many: a sender (a quarter leaves it room for replies). Or, when it was given as
-// many, the guest's own word: a frame we wrote into an RX buffer (a ForwardSample) that comes
-// back out of the TX ring from the same buffer with other bytes past its addresses was written
-// by the guest. Both guests that receive as much as they send recycle their RX buffers for TX
-// (testpmd's macswap forwards the received mbuf; a VM-to-VM guest frees it and takes it again
-// from its pool's cache), so only the bytes tell them apart. A guest that receives on one queue
-// pair and sends on another is taken for a sender. No EAL here.
+// many, the guest's frames: a frame we wrote into an RX buffer (a ForwardSample) that comes back
+// out of the TX ring from the same buffer with other bytes past its addresses was written by the
+// guest. Both guests that receive as much as they send recycle their RX buffers for TX (testpmd's
+// macswap forwards the received mbuf; a VM-to-VM guest frees it and takes it again from its
+// pool's cache), so only the bytes tell them apart. Two guests that send each other frames with
+// the same addresses and ports both ways look like forwarders. A guest that receives on one
+// queue pair and sends on another is taken for a sender. No EAL here.
 #pragma once
 
 #include <atomic>
@@ -26,15 +27,26 @@ namespace vqs {
 // One frame we wrote into a guest RX buffer: where it starts in our mapping of guest memory, and
 // kLen bytes from kFrom (an IPv4 frame's addresses and ports: a router leaves them as they are,
 // a guest writing a frame of its own to a peer does not). Recorded by the lcore that fills the
-// RX ring, at most every kEvery packets; watched for and taken by the one that polls the TX
-// ring. Relaxed atomics: a sample torn by a new one is at worst one wrong vote.
-class ForwardSample {
+// RX ring, at most every kEvery packets (a frame on the enqueue's fast path, with kFrom + kLen
+// bytes in its first segment); watched for by the one that polls the TX ring, whose fast path
+// (one descriptor, copied) takes it when the guest sends that buffer. Relaxed atomics: a sample
+// recorded while another is being taken can give one wrong vote. Its own cache line: the two
+// lcores share nothing else here.
+class alignas(64) ForwardSample {
  public:
   static constexpr uint32_t kFrom = 26;
   static constexpr uint32_t kLen = 16;
-  // Longer than the RX ring a guest may hold unread (1024 here), so that a forwarder sends the
-  // sampled buffer before the next sample replaces it.
+  // Longer than a guest usually holds unread in its RX ring (1024 in the benchmarks), so that a
+  // forwarder sends the sampled buffer back before the next sample replaces it. Larger rings
+  // (up to 32768) may lose samples: no vote, and the counts decide.
   static constexpr uint64_t kEvery = 2048;
+  enum class Vote : uint8_t { kForwarded, kOwn, kNone };
+
+  // The ring (re)started: no sample, the next one after kEvery packets from `rx_packets`.
+  void reset(uint64_t rx_packets) {
+    frame_.store(nullptr, std::memory_order_relaxed);
+    recorded_at_ = rx_packets;
+  }
 
   // RX: whether a frame of this burst is to be recorded (`rx_packets`: the ring's counter).
   bool due(uint64_t rx_packets) const { return rx_packets - recorded_at_ >= kEvery; }
@@ -49,16 +61,16 @@ class ForwardSample {
   }
   // TX: the frame watched for (nullptr: none). Once a burst.
   const uint8_t* watched() const { return frame_.load(std::memory_order_acquire); }
-  // TX: the watched frame left the TX ring holding `bytes` (kLen at kFrom); the sample is taken.
-  // Whether they are the bytes we wrote (a forwarded frame).
-  bool take(const uint8_t* watched, const uint8_t* bytes) {
+  // TX: the watched frame left the TX ring holding `bytes` (kLen at kFrom). The sample is taken
+  // and votes, unless it was taken already (the buffer twice in a burst) or replaced.
+  Vote take(const uint8_t* watched, const uint8_t* bytes) {
     uint64_t words[2];
     std::memcpy(words, bytes, sizeof(words));
     const bool same = words[0] == words_[0].load(std::memory_order_relaxed) &&
                       words[1] == words_[1].load(std::memory_order_relaxed);
-    // Only if no newer sample replaced it meanwhile.
-    frame_.compare_exchange_strong(watched, nullptr, std::memory_order_relaxed);
-    return same;
+    if (!frame_.compare_exchange_strong(watched, nullptr, std::memory_order_relaxed))
+      return Vote::kNone;
+    return same ? Vote::kForwarded : Vote::kOwn;
   }
 
  private:
@@ -71,6 +83,9 @@ class ForwardSample {
 class SenderGate {
  public:
   static constexpr uint64_t kWindow = 4096;  // packets sent: ~0.4 ms at 10 Mpps
+  // Windows without a vote after which the last votes no longer count (samples stop when the
+  // guest's frames leave the fast paths).
+  static constexpr uint32_t kVoteWindows = 8;
 
   // From now on, with `received` the packet counter of the queue pair's RX ring (written by
   // whichever lcore serves that ring; nullptr: none, the guest only sends), `sample` that ring's
@@ -82,7 +97,9 @@ class SenderGate {
     sent_mark_ = sent;
     received_mark_ = load_received();
     own_votes_ = forwarded_votes_ = 0;
+    votes_ = 0;
     voted_own_ = false;
+    windows_unvoted_ = 0;
     __atomic_store_n(&sends_own_, false, __ATOMIC_RELAXED);
   }
   // The frame a burst looks out for (nullptr: none). Once a burst.
@@ -90,18 +107,32 @@ class SenderGate {
   // The watched frame was sent, `len` bytes copied to `frame`.
   void vote(const uint8_t* watched, const uint8_t* frame, uint32_t len) {
     if (len < ForwardSample::kFrom + ForwardSample::kLen) return;  // too short to tell
-    if (sample_->take(watched, frame + ForwardSample::kFrom))
-      ++forwarded_votes_;
-    else
-      ++own_votes_;
+    switch (sample_->take(watched, frame + ForwardSample::kFrom)) {
+      case ForwardSample::Vote::kForwarded:
+        ++forwarded_votes_;
+        break;
+      case ForwardSample::Vote::kOwn:
+        ++own_votes_;
+        break;
+      case ForwardSample::Vote::kNone:
+        return;
+    }
+    ++votes_;
   }
+  // Votes cast since start().
+  uint64_t votes() const { return votes_; }
   // After a burst, with this ring's packet counter: a window complete, the verdict is renewed.
   void update(uint64_t sent) {
     const uint64_t sent_in_window = sent - sent_mark_;
     if (sent_in_window < kWindow) return;
     const uint64_t received = load_received();
-    // A window without a vote keeps the last one's verdict.
-    if (own_votes_ + forwarded_votes_ != 0) voted_own_ = own_votes_ > forwarded_votes_;
+    // A window without a vote keeps the last verdict, for kVoteWindows.
+    if (own_votes_ + forwarded_votes_ != 0) {
+      voted_own_ = own_votes_ > forwarded_votes_;
+      windows_unvoted_ = 0;
+    } else if (++windows_unvoted_ >= kVoteWindows) {
+      voted_own_ = false;
+    }
     own_votes_ = forwarded_votes_ = 0;
     __atomic_store_n(&sends_own_, (received - received_mark_) * 4 < sent_in_window || voted_own_,
                      __ATOMIC_RELAXED);
@@ -122,6 +153,8 @@ class SenderGate {
   uint64_t received_mark_ = 0;
   uint32_t own_votes_ = 0;
   uint32_t forwarded_votes_ = 0;
+  uint64_t votes_ = 0;
+  uint32_t windows_unvoted_ = 0;
   bool voted_own_ = false;
   bool sends_own_ = false;
 };

@@ -75,8 +75,12 @@ bool VirtQueue::start(const Setup& setup) {
         DescChainReader(setup.addrs.desc, setup.addrs.size, setup.memory, features_.indirect_desc);
     size = setup.addrs.size;
   }
+  // Frames sampled on the queue pair's RX ring vote only where the verdict is used.
+  ForwardSample* const votes_from =
+      !packed_ && setup.buffer_release == LineRelease::kAuto ? setup.pair_rx_sample : nullptr;
   sender_gate_.start(setup.pair_rx_stats != nullptr ? &setup.pair_rx_stats->packets : nullptr,
-                     setup.pair_rx_sample, stats_.packets);
+                     votes_from, stats_.packets);
+  forward_sample_.reset(stats_.packets);  // as a guest RX ring: nothing from an old mapping
   memory_ = setup.memory;
   log_ = setup.dirty_log;
   callfd_ = setup.callfd;
@@ -98,6 +102,7 @@ void VirtQueue::stop() {
   ring_.detach();
   packed_ring_.detach();
   sender_gate_.start(nullptr, nullptr, 0);  // no verdict for a stopped ring
+  forward_sample_.reset(stats_.packets);
   log_ = nullptr;
   callfd_ = -1;
 }

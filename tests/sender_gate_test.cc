@@ -93,6 +93,12 @@ TEST_CASE("sender gate: a guest receiving as much as it sends, told apart by its
   sample.record(buffer, ours.bytes + ForwardSample::kFrom, ForwardSample::kEvery);
   CHECK_FALSE(sample.due(2 * ForwardSample::kEvery - 1));
   CHECK(gate.watched() == buffer);
+  // A window of as many frames received as sent: the counts alone say forwarder.
+  auto window_each_way = [&] {
+    sent += SenderGate::kWindow;
+    received += SenderGate::kWindow;
+    gate.update(sent);
+  };
 
   SECTION("it sends the frame back as we wrote it: a forwarder") {
     gate.vote(buffer, ours.bytes, 64);
@@ -100,48 +106,34 @@ TEST_CASE("sender gate: a guest receiving as much as it sends, told apart by its
     CHECK(gate.votes() == 1);
     gate.vote(buffer, ours.bytes, 64);  // the buffer again in the same burst: no second vote
     CHECK(gate.votes() == 1);
-    sent += SenderGate::kWindow;
-    received += SenderGate::kWindow;
-    gate.update(sent);
+    window_each_way();
     CHECK_FALSE(gate.sends_own());
   }
   SECTION("it wrote a frame of its own into the buffer: a sender, and it stays one") {
     gate.vote(buffer, its_own.bytes, 64);
-    sent += SenderGate::kWindow;
-    received += SenderGate::kWindow;
-    gate.update(sent);
+    window_each_way();
     CHECK(gate.sends_own());
     // A window without a vote keeps the verdict; a forwarded frame's vote turns it.
-    sent += SenderGate::kWindow;
-    received += SenderGate::kWindow;
-    gate.update(sent);
+    window_each_way();
     CHECK(gate.sends_own());
     sample.record(buffer, ours.bytes + ForwardSample::kFrom, 2 * ForwardSample::kEvery);
     gate.vote(buffer, ours.bytes, 64);
-    sent += SenderGate::kWindow;
-    received += SenderGate::kWindow;
-    gate.update(sent);
+    window_each_way();
     CHECK_FALSE(gate.sends_own());
   }
   SECTION("votes expire after kVoteWindows windows without one") {
     gate.vote(buffer, its_own.bytes, 64);
     for (uint32_t w = 0; w < SenderGate::kVoteWindows; ++w) {
-      sent += SenderGate::kWindow;
-      received += SenderGate::kWindow;
-      gate.update(sent);
+      window_each_way();
       CHECK(gate.sends_own());
     }
-    sent += SenderGate::kWindow;
-    received += SenderGate::kWindow;
-    gate.update(sent);
+    window_each_way();
     CHECK_FALSE(gate.sends_own());  // the counts decide again
   }
   SECTION("a frame too short to compare is no vote, and leaves the sample") {
     gate.vote(buffer, its_own.bytes, ForwardSample::kFrom + ForwardSample::kLen - 1);
     CHECK(gate.watched() == buffer);
-    sent += SenderGate::kWindow;
-    received += SenderGate::kWindow;
-    gate.update(sent);
+    window_each_way();
     CHECK_FALSE(gate.sends_own());
   }
   SECTION("a sample replaced before the vote is left in place, and no vote is cast") {
@@ -161,9 +153,7 @@ TEST_CASE("sender gate: a guest receiving as much as it sends, told apart by its
   SECTION("a restart forgets the votes") {
     gate.vote(buffer, its_own.bytes, 64);
     gate.start(&received, &sample, sent);
-    sent += SenderGate::kWindow;
-    received += SenderGate::kWindow;
-    gate.update(sent);
+    window_each_way();
     CHECK_FALSE(gate.sends_own());
   }
 }

@@ -3,9 +3,9 @@
 // or frames we wrote into its RX buffers and it forwards. A sender (a traffic generator, a
 // server, a VM talking to another) writes the headers of its TX buffers again next, so giving
 // their lines back once copied spares it a crossing per line (guest-tx 64 B far: +18 % to +90 %;
-// VM-to-VM 64 B far +5-7 %). A forwarder (PVP, a router VM) transmits the buffers we filled and
-// posts them back for us to fill next: there the flush cost a guest-bound far PVP 6-20 %
-// (docs/benchmarks.md, "Packet heads given back (guest TX)").
+// VM-to-VM 64 B far +8-11 %, the guest's rate). A forwarder (PVP, a router VM) transmits the
+// buffers we filled and posts them back for us to fill next: there the flush cost a guest-bound far
+// PVP 6-20 % (docs/benchmarks.md, "Packet heads given back (guest TX)").
 //
 // Two signs, renewed every kWindow packets sent. The queue pair's RX ring was given less than a
 // quarter as many: a sender (a quarter leaves it room for replies). Or, when it was given as
@@ -38,7 +38,8 @@ class alignas(64) ForwardSample {
   static constexpr uint32_t kLen = 16;
   // Longer than a guest usually holds unread in its RX ring (1024 in the benchmarks), so that a
   // forwarder sends the sampled buffer back before the next sample replaces it. Larger rings
-  // (up to 32768) may lose samples: no vote, and the counts decide.
+  // (up to 32768) may lose samples: no vote, and the counts decide. Not swept (one record a
+  // sample, nothing per packet).
   static constexpr uint64_t kEvery = 2048;
   enum class Vote : uint8_t { kForwarded, kOwn, kNone };
 
@@ -84,7 +85,8 @@ class SenderGate {
  public:
   static constexpr uint64_t kWindow = 4096;  // packets sent: ~0.4 ms at 10 Mpps
   // Windows without a vote after which the last votes no longer count (samples stop when the
-  // guest's frames leave the fast paths).
+  // guest's frames leave the fast paths). Not swept: a VM-to-VM guest votes in nearly every
+  // window, and 8 (~3 ms at 10 Mpps) bounds how long a forwarder can be flushed by mistake.
   static constexpr uint32_t kVoteWindows = 8;
 
   // From now on, with `received` the packet counter of the queue pair's RX ring (written by

@@ -164,7 +164,9 @@ class SplitRing {
   // full fence, which waits for the burst's stores to lines the guest holds, and a load of the
   // line the guest writes its avail index to, whose next store then waits for our copy to go.
   // A polling guest never changes its answer, so for `cycles` of `clock` after a read that said
-  // "no interrupts", decisions answer the same without reading. 0: read every time.
+  // "no interrupts", decisions answer the same without reading. 0: read every time. `clock` may
+  // lag the TSC (a poll loop's last reading: the answer then stands that much longer) and may
+  // differ between threads: a reading below read_at_ counts as the interval passed.
   using Clock = uint64_t (*)();
   void set_interrupt_recheck(uint64_t cycles, Clock clock);
   // A decision was answered without reading the flag, and is not settled yet.

@@ -66,7 +66,8 @@ class VirtQueue {
     // Split rings without EVENT_IDX: how long a guest's "no interrupts" answer stands before it
     // is read again (SplitRing::set_interrupt_recheck); 0: after every burst. Only for an owner
     // that calls flush_notifications() between bursts and set_kicks_enabled(true) before it
-    // sleeps (interrupt_check_owed below). `clock`: nullptr for the TSC (tests give their own).
+    // sleeps (interrupt_check_owed below). `clock`: nullptr for the TSC read at each decision
+    // (the switch gives its lcores' last reading; tests their own).
     uint32_t interrupt_recheck_us = 0;
     SplitRing::Clock clock = nullptr;
     // Split rings: when descriptor lines go back to the guest once read (line_release.h), and

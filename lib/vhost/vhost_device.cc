@@ -448,6 +448,7 @@ bool VhostDevice::start_vring_locked(uint16_t index) {
   }
   setup.tsc_hz = rte_get_tsc_hz();
   setup.interrupt_recheck_us = options_.interrupt_recheck_us;
+  setup.clock = options_.decision_clock;
   setup.line_release = options_.desc_release;
   if (is_guest_rx_vring(index)) {
     setup.notify = options_.notify;  // we enqueue, the policy applies

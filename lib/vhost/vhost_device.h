@@ -47,6 +47,10 @@ struct VhostDeviceOptions : VhostPortOptions {
   // For an owner that cannot copy for the outputs that DMA (the PMD: the application sends
   // wherever it likes); the switch copies for them itself.
   bool lend_only_dma_ready = false;
+  // Optional: the clock of the rings' interrupt rechecks (VirtQueue::Setup::clock). The switch
+  // gives its lcores' last TSC reading, so that one rdtsc a pass serves every ring's decision;
+  // unset, each decision reads the TSC (the PMD: one decision a burst call).
+  SplitRing::Clock decision_clock = nullptr;
 };
 
 // The virtio features we offer, and the vhost-user protocol features we handle.

@@ -7,8 +7,10 @@
 
 #include <cstring>
 #include <deque>
+#include <utility>
 #include <vector>
 
+#include "core/loop_clock.h"
 #include "ports/port.h"
 
 namespace vqs::app::test {
@@ -53,6 +55,10 @@ class FakePort final : public Port {
   int cleanup_result = 0;
   // tx_housekeeping: its calls (it never leaves work deferred).
   uint64_t housekeeping_calls = 0;
+  // Set: each rx_burst appends {index(), loop_clock()} (one log may serve several ports), each
+  // tx_housekeeping {loop_clock(), its now_tsc}.
+  std::vector<std::pair<uint16_t, uint64_t>>* rx_clocks = nullptr;
+  std::vector<std::pair<uint64_t, uint64_t>>* housekeeping_clocks = nullptr;
 
   // Port.
   bool is_guest() const override { return guest_; }
@@ -62,6 +68,7 @@ class FakePort final : public Port {
   BurstResult rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t max_packets,
                        uint32_t max_bytes) override {
     ++rx_polls;
+    if (rx_clocks != nullptr) rx_clocks->emplace_back(index(), loop_clock());
     BurstResult r;
     while (r.packets < max_packets && r.bytes < max_bytes) {
       rte_mbuf* m = nullptr;
@@ -97,8 +104,9 @@ class FakePort final : public Port {
     return result;
   }
   bool needs_tcp_segmentation() const override { return !segments_tcp; }
-  bool tx_housekeeping(uint16_t, uint64_t) override {
+  bool tx_housekeeping(uint16_t, uint64_t now_tsc) override {
     ++housekeeping_calls;
+    if (housekeeping_clocks != nullptr) housekeeping_clocks->emplace_back(loop_clock(), now_tsc);
     return false;  // all done
   }
   bool watch_rx_wake(uint16_t, int, bool, void*) override { return false; }

@@ -442,6 +442,68 @@ TEST_CASE("before sleeping an lcore frees what its NIC queues sent; it polls aga
   CHECK(c.tx_release_requests == 0);  // not a release request: counted apart
 }
 
+TEST_CASE("the lcore loop's clock: its own TSC readings, for the timed decisions of its rings") {
+  Pool pool;
+  const unsigned full = pool.available();
+  {
+    // a: 64 frames, then nothing; b: nothing. a's frames go to b, whose queue defers work.
+    FakePort a("a", 0, 1, 1, true), b("b", 1, 1, 1, true);
+    for (int i = 0; i < 64; ++i) a.inject(0, pool.packet(64));
+    std::vector<std::pair<uint16_t, uint64_t>> rx_clocks;
+    std::vector<std::pair<uint64_t, uint64_t>> housekeeping_clocks;
+    a.rx_clocks = b.rx_clocks = &rx_clocks;
+    b.housekeeping_clocks = &housekeeping_clocks;
+    Forwarding forwarding;
+    forwarding.xconnect_peer = {1, 0};
+    std::vector<RxSlot> rx(2);
+    rx[0].port = &a;
+    rx[0].weight.packets = 32;  // one burst a visit: the first two passes take a's frames
+    rx[1].port = &b;
+    std::vector<TxBufferSet::Output> outs(2);
+    outs[0].port = &a;
+    outs[1].port = &b;
+    outs[1].housekeeping = true;
+    LcoreLoop loop(1, 0, std::move(rx), TxBufferSet(std::move(outs), 32), &forwarding, std::nullopt,
+                   32);
+    std::atomic<bool> stop{false};
+    uint64_t clock_after_run = 1;
+    std::thread runner([&] {
+      loop.run(stop);
+      clock_after_run = loop_tsc;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // housekeeping every 10 us
+    stop.store(true);
+    runner.join();
+    REQUIRE(rx_clocks.size() >= 8);
+    REQUIRE(rx_clocks[0].first == 0);
+    REQUIRE(rx_clocks[1].first == 1);
+    REQUIRE(rx_clocks[2].first == 0);
+    REQUIRE(rx_clocks[3].first == 1);
+    // Read after a's visits that took frames: b's clock is later than a's in those passes.
+    CHECK(rx_clocks[1].second > rx_clocks[0].second);
+    CHECK(rx_clocks[3].second > rx_clocks[2].second);
+    // Never 0, never back, and it moves pass by pass, not only at the start.
+    size_t backwards = 0;
+    for (size_t i = 1; i < rx_clocks.size(); ++i)
+      backwards += rx_clocks[i].second < rx_clocks[i - 1].second;
+    CHECK(backwards == 0);
+    CHECK(rx_clocks[0].second > 0);
+    CHECK(rx_clocks.back().second - rx_clocks[4].second > rte_get_tsc_hz() / 2000);
+    // The housekeeping of b's deferred work reads the very TSC it is given.
+    size_t timed = 0, other = 0;
+    for (const auto& [clock, now] : housekeeping_clocks) {
+      if (now == GuestNotifier::kFlushNow) continue;
+      ++(clock == now ? timed : other);
+    }
+    CHECK(timed >= 1);
+    CHECK(other == 0);
+    // Once the loop returns, the thread reads the TSC itself again.
+    CHECK(clock_after_run == 0);
+    b.free_sent();
+  }
+  CHECK(pool.available() == full);
+}
+
 // An lcore (id 1, slot 0) polling a:0 and b:0 and sending to both, for apply() tests.
 std::unique_ptr<LcoreLoop> loop_over(FakePort& a, FakePort& b, const Forwarding* forwarding,
                                      LcoreSignals* signals) {

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdio>
+
+#include "core/loop_clock.h"
 #include "ring/guest_notifier.h"
 
 namespace vqs::app {
@@ -216,6 +218,7 @@ uint32_t LcoreLoop::poll_once(uint64_t now_tsc) {
     tx_.flush();
     if (n > 0) {
       const uint64_t after = rte_rdtsc();
+      loop_tsc = after;
       slot.busy_cycles += after - mark;
       mark = after;
       taken += n;
@@ -235,6 +238,7 @@ void LcoreLoop::run(const std::atomic<bool>& stop) {
   uint64_t now = rte_rdtsc();
   uint64_t last_work = now;
   uint64_t last_housekeeping = now;
+  loop_tsc = now;
   while (!stop.load(std::memory_order_relaxed)) {
     const uint32_t taken = poll_once(now);
     const uint64_t after = rte_rdtsc();
@@ -247,16 +251,17 @@ void LcoreLoop::run(const std::atomic<bool>& stop) {
     } else {
       counters_.idle_cycles += after - now;
     }
-    now = after;
+    now = loop_tsc = after;
     if (now - last_housekeeping >= housekeeping_cycles) {
       tx_.housekeeping(now);
       last_housekeeping = now;
     }
     if (busy_poll_us_ && now - last_work >= busy_poll_cycles_) {
       sleep_until_woken();
-      now = last_work = last_housekeeping = rte_rdtsc();
+      now = last_work = last_housekeeping = loop_tsc = rte_rdtsc();
     }
   }
+  loop_tsc = 0;  // what this thread runs next reads the TSC again
   tx_.flush();
   tx_.housekeeping(GuestNotifier::kFlushNow);
   if (forwarding_->bridge != nullptr) forwarding_->bridge->offline(slot_);

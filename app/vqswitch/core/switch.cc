@@ -14,6 +14,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/loop_clock.h"
 #include "core/rxq_balance.h"
 #include "datapath/eal_dma_registrar.h"
 #include "ports/ethdev_port.h"
@@ -136,6 +137,7 @@ bool Switch::create_port(uint16_t index, rte_mempool* pool, std::string* error) 
     hooks.release_lent = [this] { request_tx_release(); };
     hooks.dma_registrar = dma_registrar_.get();
     hooks.pool_for_node = [this](int node) { return pool_for_node(node); };
+    hooks.decision_clock = &loop_clock;
     ports_[index] = GuestPort::create(pc, index, pool, std::move(hooks), error);
   } else {
     const bool sleeps =

@@ -37,6 +37,7 @@ std::unique_ptr<GuestPort> GuestPort::create(const PortConfig& config, uint16_t 
   options.queue_pairs = config.queues;
   options.release_lent = std::move(hooks.release_lent);
   options.dma_registrar = hooks.dma_registrar;
+  options.decision_clock = hooks.decision_clock;
   port->pool_for_node_ = std::move(hooks.pool_for_node);
   port->device_ = VhostDevice::create(options, port.get(), error);
   if (port->device_ == nullptr) return nullptr;

@@ -29,6 +29,7 @@ class GuestPort final : public Port, private VhostDevice::Listener {
     std::function<void()> release_lent;
     DmaRegistrar* dma_registrar = nullptr;
     std::function<rte_mempool*(int node)> pool_for_node;
+    SplitRing::Clock decision_clock = nullptr;  // VhostDeviceOptions::decision_clock
   };
   // `pool`: where mbufs come from until a guest connects on a node that has one.
   static std::unique_ptr<GuestPort> create(const PortConfig& config, uint16_t index,

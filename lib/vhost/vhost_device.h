@@ -49,7 +49,8 @@ struct VhostDeviceOptions : VhostPortOptions {
   bool lend_only_dma_ready = false;
   // Optional: the clock of the rings' interrupt rechecks (VirtQueue::Setup::clock). The switch
   // gives its lcores' last TSC reading, so that one rdtsc a pass serves every ring's decision;
-  // unset, each decision reads the TSC (the PMD: one decision a burst call).
+  // unset, each decision reads the TSC (the PMD: one decision a burst call). Without a TSC
+  // (ring/tsc_clock.h) the owner leaves it unset: rechecks are then off.
   SplitRing::Clock decision_clock = nullptr;
 };
 

@@ -3,8 +3,10 @@
 // generator), tx into a list the test inspects, with a tx capacity to simulate a full queue.
 #pragma once
 
+#include <rte_cycles.h>
 #include <rte_mbuf.h>
 
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <utility>
@@ -45,9 +47,9 @@ class FakePort final : public Port {
   }
   uint32_t tx_capacity = UINT32_MAX;  // packets accepted before the queue is "full"
   bool up = true;
-  bool segments_tcp = true;  // false: TSO trains are cut before tx (a NIC without TSO)
-  uint64_t rx_polls = 0;
-  bool lending_full = false;  // a guest's bursts report its zero-copy limit reached
+  bool segments_tcp = true;           // false: TSO trains are cut before tx (a NIC without TSO)
+  std::atomic<uint64_t> rx_polls{0};  // read by tests while an lcore runs
+  bool lending_full = false;          // a guest's bursts report its zero-copy limit reached
   // tx_done_cleanup: the queues asked, and what the device answers (packets freed, or -ENOTSUP):
   // the next of cleanup_results, once they are used up cleanup_result.
   std::vector<uint16_t> cleaned;
@@ -55,9 +57,14 @@ class FakePort final : public Port {
   int cleanup_result = 0;
   // tx_housekeeping: its calls (it never leaves work deferred).
   uint64_t housekeeping_calls = 0;
-  // Set: each rx_burst appends {index(), loop_clock()} (one log may serve several ports), each
-  // tx_housekeeping {loop_clock(), its now_tsc}.
-  std::vector<std::pair<uint16_t, uint64_t>>* rx_clocks = nullptr;
+  // Set: each rx_burst appends what loop_clock() and the TSC read then (one log may serve
+  // several ports), each tx_housekeeping {loop_clock(), its now_tsc}.
+  struct ClockRead {
+    uint16_t port;
+    uint64_t clock;
+    uint64_t tsc;
+  };
+  std::vector<ClockRead>* rx_clocks = nullptr;
   std::vector<std::pair<uint64_t, uint64_t>>* housekeeping_clocks = nullptr;
 
   // Port.
@@ -68,7 +75,7 @@ class FakePort final : public Port {
   BurstResult rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t max_packets,
                        uint32_t max_bytes) override {
     ++rx_polls;
-    if (rx_clocks != nullptr) rx_clocks->emplace_back(index(), loop_clock());
+    if (rx_clocks != nullptr) rx_clocks->push_back({index(), loop_clock(), rte_rdtsc()});
     BurstResult r;
     while (r.packets < max_packets && r.bytes < max_bytes) {
       rte_mbuf* m = nullptr;

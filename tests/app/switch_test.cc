@@ -442,6 +442,15 @@ TEST_CASE("before sleeping an lcore frees what its NIC queues sent; it polls aga
   CHECK(c.tx_release_requests == 0);  // not a release request: counted apart
 }
 
+// Waits until `port` has been polled `polls` more times by an lcore running elsewhere (10 s at
+// most: a starved runner fails the checks after it, not the wait).
+void wait_for_polls(const FakePort& port, uint64_t polls) {
+  const uint64_t until = port.rx_polls + polls;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (port.rx_polls < until && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
+
 TEST_CASE("the lcore loop's clock: its own TSC readings, for the timed decisions of its rings") {
   Pool pool;
   const unsigned full = pool.available();
@@ -449,7 +458,7 @@ TEST_CASE("the lcore loop's clock: its own TSC readings, for the timed decisions
     // a: 64 frames, then nothing; b: nothing. a's frames go to b, whose queue defers work.
     FakePort a("a", 0, 1, 1, true), b("b", 1, 1, 1, true);
     for (int i = 0; i < 64; ++i) a.inject(0, pool.packet(64));
-    std::vector<std::pair<uint16_t, uint64_t>> rx_clocks;
+    std::vector<FakePort::ClockRead> rx_clocks;
     std::vector<std::pair<uint64_t, uint64_t>> housekeeping_clocks;
     a.rx_clocks = b.rx_clocks = &rx_clocks;
     b.housekeeping_clocks = &housekeeping_clocks;
@@ -471,24 +480,30 @@ TEST_CASE("the lcore loop's clock: its own TSC readings, for the timed decisions
       loop.run(stop);
       clock_after_run = loop_tsc;
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // housekeeping every 10 us
+    // Passes before and after 2 ms: the clock must have moved that much between them.
+    wait_for_polls(a, 1000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    wait_for_polls(a, 1000);
     stop.store(true);
     runner.join();
-    REQUIRE(rx_clocks.size() >= 8);
-    REQUIRE(rx_clocks[0].first == 0);
-    REQUIRE(rx_clocks[1].first == 1);
-    REQUIRE(rx_clocks[2].first == 0);
-    REQUIRE(rx_clocks[3].first == 1);
+    REQUIRE(rx_clocks.size() >= 4000);
+    REQUIRE(rx_clocks[0].port == 0);
+    REQUIRE(rx_clocks[1].port == 1);
+    REQUIRE(rx_clocks[2].port == 0);
+    REQUIRE(rx_clocks[3].port == 1);
     // Read after a's visits that took frames: b's clock is later than a's in those passes.
-    CHECK(rx_clocks[1].second > rx_clocks[0].second);
-    CHECK(rx_clocks[3].second > rx_clocks[2].second);
-    // Never 0, never back, and it moves pass by pass, not only at the start.
-    size_t backwards = 0;
-    for (size_t i = 1; i < rx_clocks.size(); ++i)
-      backwards += rx_clocks[i].second < rx_clocks[i - 1].second;
+    CHECK(rx_clocks[1].clock > rx_clocks[0].clock);
+    CHECK(rx_clocks[3].clock > rx_clocks[2].clock);
+    // Never 0, never back, never ahead of the TSC, and it moves pass by pass.
+    size_t backwards = 0, ahead = 0;
+    for (size_t i = 0; i < rx_clocks.size(); ++i) {
+      backwards += i > 0 && rx_clocks[i].clock < rx_clocks[i - 1].clock;
+      ahead += rx_clocks[i].clock > rx_clocks[i].tsc;
+    }
     CHECK(backwards == 0);
-    CHECK(rx_clocks[0].second > 0);
-    CHECK(rx_clocks.back().second - rx_clocks[4].second > rte_get_tsc_hz() / 2000);
+    CHECK(ahead == 0);
+    CHECK(rx_clocks[0].clock > 0);
+    CHECK(rx_clocks.back().clock - rx_clocks[4].clock > rte_get_tsc_hz() / 1000);
     // The housekeeping of b's deferred work reads the very TSC it is given.
     size_t timed = 0, other = 0;
     for (const auto& [clock, now] : housekeeping_clocks) {
@@ -502,6 +517,35 @@ TEST_CASE("the lcore loop's clock: its own TSC readings, for the timed decisions
     b.free_sent();
   }
   CHECK(pool.available() == full);
+}
+
+TEST_CASE("the lcore loop's clock after a sleep: read again on waking, not a millisecond old") {
+  // Nothing to forward and neither port can wake the loop: it sleeps 1 ms after every pass.
+  FakePort a("a", 0, 1, 1, true), b("b", 1, 1, 1, false);
+  std::vector<FakePort::ClockRead> rx_clocks;
+  a.rx_clocks = &rx_clocks;
+  Forwarding forwarding;
+  forwarding.xconnect_peer = {1, 0};
+  std::vector<RxSlot> rx(2);
+  rx[0].port = &a;
+  rx[1].port = &b;
+  std::vector<TxBufferSet::Output> outs(2);
+  outs[0].port = &a;
+  outs[1].port = &b;
+  LcoreLoop loop(1, 0, std::move(rx), TxBufferSet(std::move(outs), 32), &forwarding,
+                 /*busy_poll_us=*/0, 32);
+  std::atomic<bool> stop{false};
+  std::thread runner([&] { loop.run(stop); });
+  wait_for_polls(a, 20);
+  stop.store(true);
+  loop.wake();
+  runner.join();
+  REQUIRE(loop.counters().sleeps >= 19);
+  // A pass after a wake-up that saw the reading from before the sleep would be 1 ms behind the
+  // TSC; only a runner preempted between the loop's reading and the visit may be here.
+  size_t stale = 0;
+  for (const FakePort::ClockRead& r : rx_clocks) stale += r.tsc - r.clock > rte_get_tsc_hz() / 2000;
+  CHECK(stale < rx_clocks.size() / 2);
 }
 
 // An lcore (id 1, slot 0) polling a:0 and b:0 and sending to both, for apply() tests.

@@ -238,7 +238,6 @@ void LcoreLoop::run(const std::atomic<bool>& stop) {
   uint64_t now = rte_rdtsc();
   uint64_t last_work = now;
   uint64_t last_housekeeping = now;
-  loop_tsc = now;
   while (!stop.load(std::memory_order_relaxed)) {
     const uint32_t taken = poll_once(now);
     const uint64_t after = rte_rdtsc();

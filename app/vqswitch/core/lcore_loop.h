@@ -97,7 +97,8 @@ class LcoreLoop {
   void run(const std::atomic<bool>& stop);
   // One pass over every rx queue, after a release request that came since the last pass, and
   // before a reclaim of lent buffers when a guest queue reached its zero-copy limit; returns the
-  // packets taken (tests drive the loop with it).
+  // packets taken (tests drive the loop with it, and on their thread leave loop_clock's reading
+  // from its last visit that took packets).
   uint32_t poll_once(uint64_t now_tsc);
   void wake();  // async-signal-safe
   // Control thread: has the loop apply `change` at its next pass (woken if asleep) and waits for

@@ -137,7 +137,8 @@ bool Switch::create_port(uint16_t index, rte_mempool* pool, std::string* error) 
     hooks.release_lent = [this] { request_tx_release(); };
     hooks.dma_registrar = dma_registrar_.get();
     hooks.pool_for_node = [this](int node) { return pool_for_node(node); };
-    hooks.decision_clock = &loop_clock;
+    // Without a TSC (tsc_clock.h) the rings' rechecks stay off, as in the PMD.
+    hooks.decision_clock = kTscClock ? &loop_clock : nullptr;
     ports_[index] = GuestPort::create(pc, index, pool, std::move(hooks), error);
   } else {
     const bool sleeps =

@@ -442,6 +442,16 @@ TEST_CASE("before sleeping an lcore frees what its NIC queues sent; it polls aga
   CHECK(c.tx_release_requests == 0);  // not a release request: counted apart
 }
 
+// Slots polling a:0, then b:0; outputs to both.
+struct TwoPorts {
+  TwoPorts(FakePort& a, FakePort& b) : rx(2), outs(2) {
+    rx[0].port = outs[0].port = &a;
+    rx[1].port = outs[1].port = &b;
+  }
+  std::vector<RxSlot> rx;
+  std::vector<TxBufferSet::Output> outs;
+};
+
 // Waits until `port` has been polled `polls` more times by an lcore running elsewhere (10 s at
 // most: a starved runner fails the checks after it, not the wait).
 void wait_for_polls(const FakePort& port, uint64_t polls) {
@@ -464,16 +474,11 @@ TEST_CASE("the lcore loop's clock: its own TSC readings, for the timed decisions
     b.housekeeping_clocks = &housekeeping_clocks;
     Forwarding forwarding;
     forwarding.xconnect_peer = {1, 0};
-    std::vector<RxSlot> rx(2);
-    rx[0].port = &a;
-    rx[0].weight.packets = 32;  // one burst a visit: the first two passes take a's frames
-    rx[1].port = &b;
-    std::vector<TxBufferSet::Output> outs(2);
-    outs[0].port = &a;
-    outs[1].port = &b;
-    outs[1].housekeeping = true;
-    LcoreLoop loop(1, 0, std::move(rx), TxBufferSet(std::move(outs), 32), &forwarding, std::nullopt,
-                   32);
+    TwoPorts ports(a, b);
+    ports.rx[0].weight.packets = 32;  // one burst a visit: the first two passes take a's frames
+    ports.outs[1].housekeeping = true;
+    LcoreLoop loop(1, 0, std::move(ports.rx), TxBufferSet(std::move(ports.outs), 32), &forwarding,
+                   std::nullopt, 32);
     std::atomic<bool> stop{false};
     uint64_t clock_after_run = 1;
     std::thread runner([&] {
@@ -526,13 +531,8 @@ TEST_CASE("the lcore loop's clock after a sleep: read again on waking, not a mil
   a.rx_clocks = &rx_clocks;
   Forwarding forwarding;
   forwarding.xconnect_peer = {1, 0};
-  std::vector<RxSlot> rx(2);
-  rx[0].port = &a;
-  rx[1].port = &b;
-  std::vector<TxBufferSet::Output> outs(2);
-  outs[0].port = &a;
-  outs[1].port = &b;
-  LcoreLoop loop(1, 0, std::move(rx), TxBufferSet(std::move(outs), 32), &forwarding,
+  TwoPorts ports(a, b);
+  LcoreLoop loop(1, 0, std::move(ports.rx), TxBufferSet(std::move(ports.outs), 32), &forwarding,
                  /*busy_poll_us=*/0, 32);
   std::atomic<bool> stop{false};
   std::thread runner([&] { loop.run(stop); });
@@ -551,14 +551,10 @@ TEST_CASE("the lcore loop's clock after a sleep: read again on waking, not a mil
 // An lcore (id 1, slot 0) polling a:0 and b:0 and sending to both, for apply() tests.
 std::unique_ptr<LcoreLoop> loop_over(FakePort& a, FakePort& b, const Forwarding* forwarding,
                                      LcoreSignals* signals) {
-  std::vector<RxSlot> rx(2);
-  rx[0].port = &a;
-  rx[1].port = &b;
-  std::vector<TxBufferSet::Output> outs(2);
-  outs[0].port = &a;
-  outs[1].port = &b;
-  return std::make_unique<LcoreLoop>(1, 0, std::move(rx), TxBufferSet(std::move(outs), 32),
-                                     forwarding, std::nullopt, 32, signals);
+  TwoPorts ports(a, b);
+  return std::make_unique<LcoreLoop>(1, 0, std::move(ports.rx),
+                                     TxBufferSet(std::move(ports.outs), 32), forwarding,
+                                     std::nullopt, 32, signals);
 }
 
 LcoreChange weight_change(uint16_t slot, Weight weight) {

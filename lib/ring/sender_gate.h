@@ -3,9 +3,10 @@
 // or frames we wrote into its RX buffers and it forwards. A sender (a traffic generator, a
 // server, a VM talking to another) writes the headers of its TX buffers again next, so giving
 // their lines back once copied spares it a crossing per line (guest-tx 64 B far: +18 % to +90 %;
-// VM-to-VM 64 B far +8-11 %, the guest's rate). A forwarder (PVP, a router VM) transmits the
-// buffers we filled and posts them back for us to fill next: there the flush cost a guest-bound far
-// PVP 6-20 % (docs/benchmarks.md, "Packet heads given back (guest TX)").
+// VM-to-VM 64 B far +8-11 %, the guest's rate, for 1.10-1.16x our busy cycles a packet). A
+// forwarder (PVP, a router VM) transmits the buffers we filled and posts them back for us to fill
+// next: there the flush cost a guest-bound far PVP 6-20 % (docs/benchmarks.md, "Packet heads given
+// back (guest TX)").
 //
 // Two signs, renewed every kWindow packets sent. The queue pair's RX ring was given less than a
 // quarter as many: a sender (a quarter leaves it room for replies). Or, when it was given as
